@@ -1,0 +1,481 @@
+package observe
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	pb "temper.codes/temper-train/observe/perfettopb"
+)
+
+// PerfettoReader decodes a Perfetto protobuf trace packet by packet. It reads
+// sched events from full FtraceEvents and from compact_sched bundles, thread and
+// process identity from ProcessTree, and the kernel release from SystemInfo
+// (prev_state's bit layout depends on it).
+type PerfettoReader struct {
+	name  string
+	br    *bufio.Reader
+	off   int64 // bytes of the (decompressed) stream consumed
+	buf   []byte
+	pkt   pb.TracePacket
+	unm   proto.UnmarshalOptions
+	info  TraceInfo
+	stats ReadStats
+	merge *merger
+	eof   bool
+
+	cpus    []cpuCursor // per CPU: who is running, for compact_sched's implicit fields
+	layout  *stateLayout
+	lastTS  int64   // newest packet timestamp, for packets that carry none
+	scratch []Event // one bundle's events before they enter the merger
+	crop    cropState
+}
+
+// cpuCursor is what a compact_sched stream leaves implicit for one CPU: the
+// task currently on it (the prev of the next switch and the waker of a waking).
+type cpuCursor struct {
+	known bool
+	tid   int32
+	comm  string
+	prio  int32
+}
+
+func newPerfettoReader(br *bufio.Reader, name string) *PerfettoReader {
+	return &PerfettoReader{
+		name:   name,
+		br:     br,
+		info:   TraceInfo{Format: FormatPerfetto},
+		layout: layoutFor(""),
+		merge:  newMerger(defaultSortWindow),
+		unm:    proto.UnmarshalOptions{DiscardUnknown: true},
+	}
+}
+
+// Info implements Reader.
+func (r *PerfettoReader) Info() TraceInfo { return r.info }
+
+// Stats implements Reader.
+func (r *PerfettoReader) Stats() ReadStats {
+	s := r.stats
+	s.OutOfOrder = r.merge.late
+	s.Cropped = r.crop.dropped
+	return s
+}
+
+// Close implements Reader; the caller owns the underlying stream.
+func (r *PerfettoReader) Close() error { return nil }
+
+// Next implements Reader.
+func (r *PerfettoReader) Next(ev *Event) error {
+	for {
+		if r.merge.pop(ev) {
+			if ev.CPU >= 0 && ev.TS < r.crop.threshold {
+				r.crop.dropped++
+				continue
+			}
+			r.stats.Events++
+			return nil
+		}
+		if r.eof {
+			if r.stats.Events == 0 {
+				return &FormatError{File: r.name, Offset: r.off, Err: fmt.Errorf("trace holds %w", ErrEmpty)}
+			}
+			return io.EOF
+		}
+		if err := r.readPacket(); err != nil {
+			if errors.Is(err, io.EOF) {
+				r.eof = true
+				r.merge.finish()
+				continue
+			}
+			return err
+		}
+	}
+}
+
+func (r *PerfettoReader) errorf(off int64, sentinel error, format string, args ...any) error {
+	return &FormatError{File: r.name, Offset: off, Err: fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), sentinel)}
+}
+
+// readPacket reads one top-level Trace field and feeds what it holds to the
+// merger. It returns io.EOF at a clean end of the stream.
+func (r *PerfettoReader) readPacket() error {
+	start := r.off
+	tag, err := r.varint()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return io.EOF
+		}
+		return r.errorf(start, ErrTruncated, "record tag")
+	}
+	num, typ := protowire.DecodeTag(tag)
+	if num <= 0 || (num == 1 && typ != protowire.BytesType) {
+		return r.errorf(start, ErrCorrupt, "bad record tag 0x%x", tag)
+	}
+	switch typ {
+	case protowire.VarintType:
+		if _, err := r.varint(); err != nil {
+			return r.errorf(start, ErrTruncated, "field %d", num)
+		}
+		return nil
+	case protowire.Fixed32Type, protowire.Fixed64Type:
+		n := int64(4)
+		if typ == protowire.Fixed64Type {
+			n = 8
+		}
+		return r.discard(start, n, num)
+	case protowire.BytesType:
+	default:
+		return r.errorf(start, ErrCorrupt, "field %d has unsupported wire type %d", num, typ)
+	}
+	size, err := r.varint()
+	if err != nil {
+		return r.errorf(start, ErrTruncated, "record length")
+	}
+	if size > maxPacketBytes {
+		return r.errorf(start, ErrCorrupt, "record of %d bytes exceeds the %d-byte limit", size, maxPacketBytes)
+	}
+	if num != 1 {
+		return r.discard(start, int64(size), num)
+	}
+	if cap(r.buf) < int(size) {
+		r.buf = make([]byte, size)
+	}
+	r.buf = r.buf[:size]
+	n, err := io.ReadFull(r.br, r.buf)
+	r.off += int64(n)
+	if err != nil {
+		return r.errorf(start, ErrTruncated, "packet of %d bytes has only %d", size, n)
+	}
+	if err := r.unm.Unmarshal(r.buf, &r.pkt); err != nil {
+		return r.errorf(start, ErrCorrupt, "packet: %v", err)
+	}
+	return r.handlePacket(start, &r.pkt)
+}
+
+func (r *PerfettoReader) discard(start, n int64, num protowire.Number) error {
+	got, err := r.br.Discard(int(n))
+	r.off += int64(got)
+	if err != nil {
+		return r.errorf(start, ErrTruncated, "field %d of %d bytes has only %d", num, n, got)
+	}
+	return nil
+}
+
+func (r *PerfettoReader) varint() (uint64, error) {
+	var v uint64
+	for i := 0; i < 10; i++ {
+		b, err := r.br.ReadByte()
+		if err != nil {
+			if i > 0 && errors.Is(err, io.EOF) {
+				return 0, io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		r.off++
+		v |= uint64(b&0x7f) << (7 * i)
+		if b < 0x80 {
+			return v, nil
+		}
+	}
+	return 0, errors.New("varint overflow")
+}
+
+func (r *PerfettoReader) handlePacket(off int64, p *pb.TracePacket) error {
+	if p.Timestamp != nil && int64(*p.Timestamp) > r.lastTS {
+		r.lastTS = int64(*p.Timestamp)
+	}
+	switch d := p.Data.(type) {
+	case *pb.TracePacket_FtraceEvents:
+		return r.handleBundle(off, d.FtraceEvents)
+	case *pb.TracePacket_SystemInfo:
+		r.handleSystemInfo(d.SystemInfo)
+	case *pb.TracePacket_ProcessTree:
+		r.handleProcessTree(p, d.ProcessTree)
+	case *pb.TracePacket_GenericKernelTaskStateEvent:
+		r.handleGenericState(p, d.GenericKernelTaskStateEvent)
+	case *pb.TracePacket_GenericKernelTaskRenameEvent:
+		g := d.GenericKernelTaskRenameEvent
+		r.merge.push(&Event{TS: r.packetTS(p), Kind: KindRename, CPU: -1, Pid: -1,
+			Tid: int32(g.Tid), Comm: string(g.Comm)})
+	case *pb.TracePacket_ClockSnapshot:
+		// One clock domain is assumed: ftrace and our tracer both stamp events
+		// with the same kernel clock, so there is nothing to convert.
+	default:
+		r.stats.skip("packet")
+	}
+	return nil
+}
+
+func (r *PerfettoReader) packetTS(p *pb.TracePacket) int64 {
+	if p.Timestamp != nil {
+		return int64(*p.Timestamp)
+	}
+	return r.lastTS
+}
+
+func (r *PerfettoReader) handleSystemInfo(si *pb.SystemInfo) {
+	if u := si.Utsname; u != nil {
+		r.info.Sysname = string(u.Sysname)
+		r.info.KernelRelease = string(u.Release)
+		r.info.KernelVersion = string(u.Version)
+		r.info.Machine = string(u.Machine)
+		if string(u.Sysname) == "Linux" || len(u.Sysname) == 0 {
+			r.layout = layoutFor(r.info.KernelRelease)
+		}
+	}
+	if si.NumCpus > 0 {
+		r.info.NumCPUs = int(si.NumCpus)
+		r.merge.cpus = int(si.NumCpus)
+	}
+}
+
+func (r *PerfettoReader) handleProcessTree(p *pb.TracePacket, pt *pb.ProcessTree) {
+	ts := r.packetTS(p)
+	for _, pr := range pt.Processes {
+		var args []string
+		for _, a := range pr.Cmdline {
+			args = append(args, string(a))
+		}
+		r.merge.push(&Event{TS: ts, Kind: KindProcessInfo, CPU: -1, Pid: -1,
+			Tid: pr.Pid, Tgid: pr.Pid, PrevTid: pr.Ppid, Args: args})
+	}
+	for _, th := range pt.Threads {
+		r.merge.push(&Event{TS: ts, Kind: KindThreadInfo, CPU: -1, Pid: -1,
+			Tid: th.Tid, Tgid: th.Tgid, Comm: string(th.Name)})
+	}
+}
+
+// Perfetto's TaskStateEnum values used by GenericKernelTaskStateEvent.
+const genericTaskCreated = 1
+
+func (r *PerfettoReader) handleGenericState(p *pb.TracePacket, g *pb.GenericKernelTaskStateEvent) {
+	if g.State != genericTaskCreated {
+		r.stats.skip(fmt.Sprintf("generic_kernel_task_state_event(state=%d)", g.State))
+		return
+	}
+	r.merge.push(&Event{TS: r.packetTS(p), Kind: KindNewTask, CPU: -1, Pid: -1,
+		Tid: int32(g.Tid), Comm: string(g.Comm), Prio: g.Prio})
+}
+
+// handleBundle turns one CPU's bundle into events: compact switches and
+// wakings and full events, merged by timestamp, with compact_sched's implicit
+// fields filled from the CPU's cursor.
+func (r *PerfettoReader) handleBundle(off int64, b *pb.FtraceEventBundle) error {
+	cpu := int32(b.Cpu)
+	if b.Cpu > 1<<16 {
+		return r.errorf(off, ErrCorrupt, "ftrace bundle for cpu %d", b.Cpu)
+	}
+	for int(cpu) >= len(r.cpus) {
+		r.cpus = append(r.cpus, cpuCursor{})
+	}
+	if b.LostEvents {
+		if r.stats.LostGaps == nil {
+			r.stats.LostGaps = map[int32]int64{}
+		}
+		r.stats.LostGaps[cpu]++
+	}
+	cs := b.CompactSched
+	var intern []string
+	var sw, wk int // lengths of the compact switch and waking columns
+	if cs != nil {
+		intern = make([]string, len(cs.InternTable))
+		for i, s := range cs.InternTable {
+			intern[i] = string(s)
+		}
+		sw = len(cs.SwitchTimestamp)
+		if len(cs.SwitchPrevState) != sw || len(cs.SwitchNextPid) != sw ||
+			len(cs.SwitchNextPrio) != sw || len(cs.SwitchNextCommIndex) != sw {
+			return r.errorf(off, ErrCorrupt, "compact_sched switch columns of unequal length on cpu %d", cpu)
+		}
+		wk = len(cs.WakingTimestamp)
+		if len(cs.WakingPid) != wk || len(cs.WakingTargetCpu) != wk ||
+			len(cs.WakingPrio) != wk || len(cs.WakingCommIndex) != wk {
+			return r.errorf(off, ErrCorrupt, "compact_sched waking columns of unequal length on cpu %d", cpu)
+		}
+	}
+	r.crop.firstBundle(cpu, b)
+	cur := &r.cpus[cpu]
+	full := b.Event
+	var swTS, wkTS uint64
+	i, j, k := 0, 0, 0
+	// Peek the next timestamp of each column without consuming it.
+	nextSw := func() (int64, bool) {
+		if i >= sw {
+			return 0, false
+		}
+		return int64(swTS + cs.SwitchTimestamp[i]), true
+	}
+	nextWk := func() (int64, bool) {
+		if j >= wk {
+			return 0, false
+		}
+		return int64(wkTS + cs.WakingTimestamp[j]), true
+	}
+	for i < sw || j < wk || k < len(full) {
+		// Ties go full events first, then switches, then wakings.
+		which := 0
+		var best int64
+		if k < len(full) {
+			which, best = 3, int64(full[k].Timestamp)
+		}
+		if t, ok := nextSw(); ok && (which == 0 || t < best) {
+			which, best = 1, t
+		}
+		if t, ok := nextWk(); ok && (which == 0 || t < best) {
+			which, best = 2, t
+		}
+		var ev Event
+		switch which {
+		case 1:
+			swTS += cs.SwitchTimestamp[i]
+			ci := cs.SwitchNextCommIndex[i]
+			if int(ci) >= len(intern) {
+				return r.errorf(off, ErrCorrupt, "compact_sched comm index %d beyond intern table of %d", ci, len(intern))
+			}
+			ev = Event{TS: best, Kind: KindSwitch, CPU: cpu,
+				Pid: cur.tid, PrevTid: cur.tid, PrevComm: cur.comm, PrevPrio: cur.prio,
+				PrevState: r.layout.decode(cs.SwitchPrevState[i]),
+				Tid:       cs.SwitchNextPid[i], Comm: intern[ci], Prio: cs.SwitchNextPrio[i]}
+			i++
+			if !cur.known {
+				// Nothing says who was switched out: like trace_processor, only
+				// remember who came in.
+				*cur = cpuCursor{known: true, tid: ev.Tid, comm: ev.Comm, prio: ev.Prio}
+				r.stats.skip("compact sched_switch with unknown prev")
+				continue
+			}
+		case 2:
+			wkTS += cs.WakingTimestamp[j]
+			ci := cs.WakingCommIndex[j]
+			if int(ci) >= len(intern) {
+				return r.errorf(off, ErrCorrupt, "compact_sched comm index %d beyond intern table of %d", ci, len(intern))
+			}
+			ev = Event{TS: best, Kind: KindWaking, CPU: cpu, Pid: cur.tid,
+				Tid: cs.WakingPid[j], Comm: intern[ci], Prio: cs.WakingPrio[j],
+				TargetCPU: cs.WakingTargetCpu[j]}
+			if j < len(cs.WakingCommonFlags) {
+				ev.IRQ = irqFromFlags(cs.WakingCommonFlags[j])
+			}
+			j++
+			if !cur.known {
+				r.stats.skip("compact sched_waking before any switch on its cpu")
+				continue
+			}
+		case 3:
+			ok := r.fullEvent(cpu, full[k], &ev)
+			k++
+			if !ok {
+				continue
+			}
+		}
+		if ev.Kind == KindSwitch {
+			*cur = cpuCursor{known: true, tid: ev.Tid, comm: ev.Comm, prio: ev.Prio}
+		}
+		r.merge.push(&ev)
+	}
+	return nil
+}
+
+// fullEvent converts one FtraceEvent; it reports false for events the model
+// does not use (they are counted in Stats().Skipped).
+func (r *PerfettoReader) fullEvent(cpu int32, fe *pb.FtraceEvent, ev *Event) bool {
+	*ev = Event{TS: int64(fe.Timestamp), CPU: cpu, Pid: int32(fe.Pid), IRQ: irqFromFlags(fe.CommonFlags)}
+	switch e := fe.Event.(type) {
+	case *pb.FtraceEvent_SchedSwitch:
+		s := e.SchedSwitch
+		ev.Kind = KindSwitch
+		ev.PrevTid, ev.PrevComm, ev.PrevPrio = s.PrevPid, string(s.PrevComm), s.PrevPrio
+		ev.PrevState = r.layout.decode(s.PrevState)
+		ev.Tid, ev.Comm, ev.Prio = s.NextPid, string(s.NextComm), s.NextPrio
+	case *pb.FtraceEvent_SchedWaking:
+		s := e.SchedWaking
+		ev.Kind = KindWaking
+		ev.Tid, ev.Comm, ev.Prio, ev.TargetCPU = s.Pid, string(s.Comm), s.Prio, s.TargetCpu
+	case *pb.FtraceEvent_SchedWakeup:
+		s := e.SchedWakeup
+		ev.Kind = KindWakeup
+		ev.Tid, ev.Comm, ev.Prio, ev.TargetCPU = s.Pid, string(s.Comm), s.Prio, s.TargetCpu
+	case *pb.FtraceEvent_SchedWakeupNew:
+		s := e.SchedWakeupNew
+		ev.Kind = KindWakeupNew
+		ev.Tid, ev.Comm, ev.Prio, ev.TargetCPU = s.Pid, string(s.Comm), s.Prio, s.TargetCpu
+	case *pb.FtraceEvent_TaskNewtask:
+		s := e.TaskNewtask
+		ev.Kind = KindNewTask
+		ev.Tid, ev.Comm, ev.CloneFlags = s.Pid, string(s.Comm), s.CloneFlags
+	case *pb.FtraceEvent_TaskRename:
+		s := e.TaskRename
+		ev.Kind = KindRename
+		ev.Tid, ev.PrevComm, ev.Comm = s.Pid, string(s.Oldcomm), string(s.Newcomm)
+	case *pb.FtraceEvent_SchedProcessFork:
+		s := e.SchedProcessFork
+		ev.Kind = KindFork
+		ev.PrevTid, ev.PrevComm = s.ParentPid, string(s.ParentComm)
+		ev.Tid, ev.Comm = s.ChildPid, string(s.ChildComm)
+	case *pb.FtraceEvent_SchedProcessExit:
+		s := e.SchedProcessExit
+		ev.Kind = KindExit
+		ev.Tid, ev.Tgid, ev.Comm, ev.Prio = s.Pid, s.Tgid, string(s.Comm), s.Prio
+	case *pb.FtraceEvent_SchedProcessFree:
+		s := e.SchedProcessFree
+		ev.Kind = KindFree
+		ev.Tid, ev.Comm, ev.Prio = s.Pid, string(s.Comm), s.Prio
+	case *pb.FtraceEvent_SchedBlockedReason:
+		s := e.SchedBlockedReason
+		ev.Kind = KindBlockedReason
+		ev.Tid, ev.IOWait = s.Pid, s.IoWait != 0
+	default:
+		r.stats.skip("ftrace_event")
+		return false
+	}
+	return true
+}
+
+// cropState implements trace_processor's default crop of the trace start: the
+// first bundle read for each CPU says, in previous_bundle_end_timestamp, from
+// when on that CPU's data is complete; events of any CPU before the latest of
+// those points are dropped. Compact switches before it still set the CPU's
+// cursor, as they do in trace_processor.
+type cropState struct {
+	seen      []bool
+	threshold int64
+	dropped   int64
+}
+
+func (c *cropState) firstBundle(cpu int32, b *pb.FtraceEventBundle) {
+	for int(cpu) >= len(c.seen) {
+		c.seen = append(c.seen, false)
+	}
+	if c.seen[cpu] {
+		return
+	}
+	c.seen[cpu] = true
+	start := b.PreviousBundleEndTimestamp
+	if start == nil {
+		start = b.LastReadEventTimestamp
+	}
+	if start != nil && int64(*start) > c.threshold {
+		c.threshold = int64(*start)
+	}
+}
+
+// Kernel trace_entry flag bits (include/linux/trace_events.h).
+const (
+	traceFlagHardIRQ = 0x08
+	traceFlagSoftIRQ = 0x10
+)
+
+func irqFromFlags(f uint32) IRQContext {
+	switch {
+	case f&traceFlagHardIRQ != 0:
+		return IRQHard
+	case f&traceFlagSoftIRQ != 0:
+		return IRQSoft
+	}
+	return IRQNone
+}
