@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 )
 
 // Reader streams a trace's events in timestamp order.
@@ -85,7 +84,7 @@ func Open(path string) (Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := NewReader(f, filepath.Base(path))
+	r, err := NewReader(f, path)
 	if err != nil {
 		f.Close()
 		return nil, err
