@@ -86,7 +86,7 @@ func (w *PerfettoWriter) Write(ev *Event) error {
 		return w.err
 	}
 	if ev.CPU < 0 {
-		return fmt.Errorf("write %s: event has no CPU", ev.Kind)
+		return w.writeGeneric(ev)
 	}
 	if w.infoN > 0 {
 		w.flushInfo()
@@ -332,3 +332,25 @@ func (w *PerfettoWriter) Flush() error {
 
 // Close flushes; the caller closes the underlying writer.
 func (w *PerfettoWriter) Close() error { return w.Flush() }
+
+// writeGeneric writes the task events that came without a CPU (Perfetto's
+// kernel-agnostic generic_kernel packets) back in that form.
+func (w *PerfettoWriter) writeGeneric(ev *Event) error {
+	ts := uint64(ev.TS)
+	p := &pb.TracePacket{Timestamp: &ts, TrustedPacketSequenceId: seqID}
+	switch ev.Kind {
+	case KindNewTask:
+		p.Data = &pb.TracePacket_GenericKernelTaskStateEvent{GenericKernelTaskStateEvent: &pb.GenericKernelTaskStateEvent{
+			Cpu: -1, Comm: []byte(ev.Comm), Tid: int64(ev.Tid), State: genericTaskCreated, Prio: ev.Prio}}
+	case KindRename:
+		p.Data = &pb.TracePacket_GenericKernelTaskRenameEvent{GenericKernelTaskRenameEvent: &pb.GenericKernelTaskRenameEvent{
+			Tid: int64(ev.Tid), Comm: []byte(ev.Comm)}}
+	default:
+		return fmt.Errorf("write %s: event has no CPU", ev.Kind)
+	}
+	if w.infoN > 0 {
+		w.flushInfo()
+	}
+	w.packet(p)
+	return w.err
+}

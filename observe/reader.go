@@ -119,7 +119,7 @@ func NewReader(r io.Reader, name string) (Reader, error) {
 		br = bufio.NewReaderSize(zr, 256<<10)
 		gz = true
 	}
-	sniff, _ := br.Peek(4096)
+	sniff, peekErr := br.Peek(4096)
 	var rd Reader
 	switch sniffFormat(sniff) {
 	case FormatPerfetto:
@@ -127,6 +127,13 @@ func NewReader(r io.Reader, name string) (Reader, error) {
 	case FormatFtraceText:
 		rd = newTextReader(br, name)
 	default:
+		if peekErr != nil && !errors.Is(peekErr, io.EOF) && !errors.Is(peekErr, bufio.ErrBufferFull) {
+			sentinel := ErrCorrupt
+			if errors.Is(peekErr, io.ErrUnexpectedEOF) {
+				sentinel = ErrTruncated
+			}
+			return nil, &FormatError{File: name, Offset: int64(len(sniff)), Err: fmt.Errorf("decompress: %v: %w", peekErr, sentinel)}
+		}
 		return nil, &FormatError{File: name, Offset: 0, Err: fmt.Errorf("%w (expected a .pftrace/.perfetto-trace or /sys/kernel/tracing/trace text, optionally gzipped)", ErrUnknownFormat)}
 	}
 	setGzip(rd, gz)
@@ -153,13 +160,10 @@ func sniffFormat(b []byte) string {
 	binary := bytes.ContainsFunc(b, func(r rune) bool {
 		return r == 0 || r == 0xfffd || (r < 0x20 && r != '\n' && r != '\r' && r != '\t')
 	})
-	if !binary {
-		if looksLikeFtraceText(b) {
-			return FormatFtraceText
-		}
-		return ""
+	if !binary && looksLikeFtraceText(b) {
+		return FormatFtraceText
 	}
-	if b[0] == 0x0a {
+	if b[0] == 0x0a && (binary || len(b) < 2) {
 		return FormatPerfetto
 	}
 	return ""

@@ -28,6 +28,7 @@ type TextReader struct {
 	comms map[string]string      // interned comm strings
 	ident map[int32]textIdentity // what each pid's line prefix last said
 	queue []Event                // events decoded from one line, in order
+	cut   bool                   // the last line read had no newline
 	qhead int
 }
 
@@ -95,6 +96,7 @@ func (r *TextReader) readLine() ([]byte, error) {
 		return nil, io.EOF
 	}
 	r.line++
+	r.cut = line[len(line)-1] != '\n'
 	line = bytes.TrimRight(line, "\r\n")
 	return line, nil
 }
@@ -130,6 +132,9 @@ func (r *TextReader) parse(raw []byte) error {
 	}
 	h, ok := matchTextLine(raw)
 	if !ok {
+		if r.cut {
+			return r.fail(ErrTruncated, "incomplete last line: %q", clip(raw))
+		}
 		return r.fail(ErrCorrupt, "not an ftrace event line: %q", clip(raw))
 	}
 	ts := h.ts
@@ -194,18 +199,13 @@ func (r *TextReader) parse(raw []byte) error {
 		return nil
 	}
 	if err != nil {
-		if r.atEOFWithoutNewline() {
+		if r.cut {
 			return r.fail(ErrTruncated, "%s: %v", h.event, err)
 		}
 		return r.fail(ErrCorrupt, "%s: %v", h.event, err)
 	}
 	r.queue = append(r.queue, ev)
 	return nil
-}
-
-func (r *TextReader) atEOFWithoutNewline() bool {
-	_, err := r.br.Peek(1)
-	return err != nil
 }
 
 func clip(b []byte) []byte {
