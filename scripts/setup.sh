@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs what temper-train's build and tests need on Debian 12 and is quiet
+# when everything is already there. Go itself (1.26, from go.dev or the
+# machine image) must be on PATH or in /usr/local/go.
+set -euo pipefail
+
+export PATH="$PATH:/usr/local/go/bin"
+if ! command -v go >/dev/null; then
+	echo "setup: Go 1.26 is required and was not found on PATH or in /usr/local/go" >&2
+	exit 1
+fi
+
+# command → Debian package
+declare -A need=(
+	[gcc]=gcc          # builds the C test workload
+	[make]=make
+	[gzip]=gzip
+	[protoc]=protobuf-compiler # make generate only, and a check in tests
+)
+missing=()
+for cmd in "${!need[@]}"; do
+	command -v "$cmd" >/dev/null || missing+=("${need[$cmd]}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "setup: missing packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
+		exit 1
+	fi
+	echo "setup: installing ${missing[*]}"
+	apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# Kernel tracing tests read /sys/kernel/tracing; some images do not mount it.
+if [ "$(id -u)" -eq 0 ] && [ ! -e /sys/kernel/tracing/events ]; then
+	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+fi
+go mod download
