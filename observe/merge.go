@@ -13,6 +13,7 @@ package observe
 // in the file, not by the trace length.
 type merger struct {
 	queues   []eventQueue // index cpu+1; index 0 holds events tied to no CPU
+	heads    []int64      // timestamp of each queue's head, emptyHead when empty
 	nonEmpty int          // CPU queues (index ≥ 1) with events
 	active   int          // CPU queues that ever had events
 	cpus     int          // CPUs the machine has; 0 when the trace does not say
@@ -31,7 +32,8 @@ type eventQueue struct {
 
 func (q *eventQueue) len() int { return len(q.buf) - q.head }
 
-func (q *eventQueue) push(ev *Event) {
+// slot appends a zero event to the queue and returns it to be filled in place.
+func (q *eventQueue) slot() *Event {
 	if q.head > 0 && q.head == len(q.buf) {
 		q.buf, q.head = q.buf[:0], 0
 	} else if q.head > 1024 && q.head*2 > len(q.buf) {
@@ -39,32 +41,67 @@ func (q *eventQueue) push(ev *Event) {
 		clear(q.buf[n:])
 		q.buf, q.head = q.buf[:n], 0
 	}
-	q.buf = append(q.buf, *ev)
+	if len(q.buf) < cap(q.buf) {
+		q.buf = q.buf[:len(q.buf)+1]
+		ev := &q.buf[len(q.buf)-1]
+		*ev = Event{}
+		return ev
+	}
+	q.buf = append(q.buf, Event{})
+	return &q.buf[len(q.buf)-1]
 }
+
+const emptyHead = int64(^uint64(0) >> 1)
 
 func newMerger(window int64) *merger {
 	return &merger{window: window}
 }
 
 func (m *merger) push(ev *Event) {
-	i := int(ev.CPU) + 1
-	if ev.CPU < 0 {
+	*m.slot(ev.CPU) = *ev
+	m.pushed(ev.CPU)
+}
+
+// slot returns space for the next event of cpu; the caller fills it and then
+// calls pushed.
+func (m *merger) slot(cpu int32) *Event {
+	i := int(cpu) + 1
+	if cpu < 0 {
 		i = 0
 	}
 	for i >= len(m.queues) {
 		m.queues = append(m.queues, eventQueue{})
+		m.heads = append(m.heads, emptyHead)
+	}
+	return m.queues[i].slot()
+}
+
+// unslot takes back the slot slot just gave out for cpu.
+func (m *merger) unslot(cpu int32) {
+	q := &m.queues[max(int(cpu)+1, 0)]
+	q.buf = q.buf[:len(q.buf)-1]
+}
+
+// pushed accounts for the event just written into cpu's slot.
+func (m *merger) pushed(cpu int32) {
+	i := int(cpu) + 1
+	if cpu < 0 {
+		i = 0
 	}
 	q := &m.queues[i]
+	ev := &q.buf[len(q.buf)-1]
 	if i > 0 {
 		if !q.seen {
 			q.seen = true
 			m.active++
 		}
-		if q.len() == 0 {
+		if q.len() == 1 {
 			m.nonEmpty++
 		}
 	}
-	q.push(ev)
+	if q.len() == 1 {
+		m.heads[i] = ev.TS
+	}
 	if ev.TS > m.maxTS {
 		m.maxTS = ev.TS
 	}
@@ -73,15 +110,9 @@ func (m *merger) push(ev *Event) {
 // pop moves the next event into ev, reporting false when none can be released
 // yet (or, after finish, when all are out).
 func (m *merger) pop(ev *Event) bool {
-	best := -1
-	var bestTS int64
-	for i := range m.queues {
-		q := &m.queues[i]
-		if q.len() == 0 {
-			continue
-		}
-		ts := q.buf[q.head].TS
-		if best < 0 || ts < bestTS {
+	best, bestTS := -1, emptyHead
+	for i, ts := range m.heads {
+		if ts < bestTS {
 			best, bestTS = i, ts
 		}
 	}
@@ -94,10 +125,14 @@ func (m *merger) pop(ev *Event) bool {
 	}
 	q := &m.queues[best]
 	*ev = q.buf[q.head]
-	q.buf[q.head] = Event{}
 	q.head++
-	if best > 0 && q.len() == 0 {
-		m.nonEmpty--
+	if q.len() == 0 {
+		m.heads[best] = emptyHead
+		if best > 0 {
+			m.nonEmpty--
+		}
+	} else {
+		m.heads[best] = q.buf[q.head].TS
 	}
 	if ev.TS < m.lastOut {
 		m.late++

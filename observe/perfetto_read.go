@@ -329,15 +329,17 @@ func (r *PerfettoReader) handleBundle(off int64, b *pb.FtraceEventBundle) error 
 		if t, ok := nextWk(); ok && (which == 0 || t < best) {
 			which, best = 2, t
 		}
-		var ev Event
+		ev := r.merge.slot(cpu)
+		keep := true
 		switch which {
 		case 1:
 			swTS += cs.SwitchTimestamp[i]
 			ci := cs.SwitchNextCommIndex[i]
 			if int(ci) >= len(intern) {
+				r.merge.unslot(cpu)
 				return r.errorf(off, ErrCorrupt, "compact_sched comm index %d beyond intern table of %d", ci, len(intern))
 			}
-			ev = Event{TS: best, Kind: KindSwitch, CPU: cpu,
+			*ev = Event{TS: best, Kind: KindSwitch, CPU: cpu,
 				Pid: cur.tid, PrevTid: cur.tid, PrevComm: cur.comm, PrevPrio: cur.prio,
 				PrevState: r.layout.decode(cs.SwitchPrevState[i]),
 				Tid:       cs.SwitchNextPid[i], Comm: intern[ci], Prio: cs.SwitchNextPrio[i]}
@@ -347,15 +349,16 @@ func (r *PerfettoReader) handleBundle(off int64, b *pb.FtraceEventBundle) error 
 				// remember who came in.
 				*cur = cpuCursor{known: true, tid: ev.Tid, comm: ev.Comm, prio: ev.Prio}
 				r.stats.skip("compact sched_switch with unknown prev")
-				continue
+				keep = false
 			}
 		case 2:
 			wkTS += cs.WakingTimestamp[j]
 			ci := cs.WakingCommIndex[j]
 			if int(ci) >= len(intern) {
+				r.merge.unslot(cpu)
 				return r.errorf(off, ErrCorrupt, "compact_sched comm index %d beyond intern table of %d", ci, len(intern))
 			}
-			ev = Event{TS: best, Kind: KindWaking, CPU: cpu, Pid: cur.tid,
+			*ev = Event{TS: best, Kind: KindWaking, CPU: cpu, Pid: cur.tid,
 				Tid: cs.WakingPid[j], Comm: intern[ci], Prio: cs.WakingPrio[j],
 				TargetCPU: cs.WakingTargetCpu[j]}
 			if j < len(cs.WakingCommonFlags) {
@@ -364,19 +367,20 @@ func (r *PerfettoReader) handleBundle(off int64, b *pb.FtraceEventBundle) error 
 			j++
 			if !cur.known {
 				r.stats.skip("compact sched_waking before any switch on its cpu")
-				continue
+				keep = false
 			}
 		case 3:
-			ok := r.fullEvent(cpu, full[k], &ev)
+			keep = r.fullEvent(cpu, full[k], ev)
 			k++
-			if !ok {
-				continue
-			}
+		}
+		if !keep {
+			r.merge.unslot(cpu)
+			continue
 		}
 		if ev.Kind == KindSwitch {
 			*cur = cpuCursor{known: true, tid: ev.Tid, comm: ev.Comm, prio: ev.Prio}
 		}
-		r.merge.push(&ev)
+		r.merge.pushed(cpu)
 	}
 	return nil
 }

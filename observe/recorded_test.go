@@ -85,9 +85,6 @@ func TestLiveTracefsRecording(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("NOT RUN: TestLiveTracefsRecording needs root (tracefs); CI runs it as root")
 	}
-	if testing.Short() && !*updateRecorded {
-		t.Skip("NOT RUN: -short")
-	}
 	dir := t.TempDir()
 	bin := buildWorkload(t, dir)
 	tracePath := filepath.Join(dir, "trace.txt")
@@ -136,6 +133,7 @@ func checkRecorded(t *testing.T, path string, meta *recordedMeta) {
 
 	type perThread struct {
 		out     int64               // switch-outs
+		in      int64               // switch-ins (logged only; see below)
 		byState map[TaskState]int64 // switch-outs by prev_state
 		first   *Event              // first event naming the thread
 		last    TaskState           // prev_state of the last switch-out
@@ -165,6 +163,9 @@ func checkRecorded(t *testing.T, path string, meta *recordedMeta) {
 			}
 		}
 		if ev.Kind == KindSwitch {
+			if p := want[ev.Tid]; p != nil {
+				p.in++
+			}
 			if p := want[ev.PrevTid]; p != nil {
 				p.out++
 				p.byState[ev.PrevState]++
@@ -188,7 +189,15 @@ func checkRecorded(t *testing.T, path string, meta *recordedMeta) {
 	slices.Sort(ks)
 	t.Logf("%s: %d events (%s); skipped %v; sched %+v", filepath.Base(path), st.Events, strings.Join(ks, " "), st.Skipped, sched.Stats())
 
-	t.Logf("%7s %-13s %8s %6s %6s %6s  %s", "tid", "comm", "switches", "vol", "nonvol", "diff", "switch-outs by prev_state")
+	// Switch-ins are logged, not checked. Over this window they should equal
+	// the switch-outs, but a switch-in is recorded as the switch-out of the
+	// CPU's previous task, and on some kernels those are not all recorded: on
+	// the 6.18.44-fc Firecracker VM kernel the committed trace comes from, no
+	// sched_switch whose prev is CPU 1's idle task is ever recorded (nor any
+	// task-context event of a few threads outside the workload), with zero
+	// overruns, so every switch-in from idle on CPU 1 is missing. Switch-outs
+	// of the workload's threads are complete there; they are what is checked.
+	t.Logf("%7s %-13s %8s %6s %6s %6s %6s  %s", "tid", "comm", "switches", "vol", "nonvol", "diff", "ins", "switch-outs by prev_state")
 	for _, want1 := range meta.Threads {
 		tid := want1.Tid
 		p := want[tid]
@@ -217,7 +226,7 @@ func checkRecorded(t *testing.T, path string, meta *recordedMeta) {
 			}
 		}
 		slices.Sort(states)
-		t.Logf("%7d %-13s %8d %6d %6d %+6d  %s", tid, want1.Comm, p.out, want1.VoluntaryDelta, want1.NonvoluntaryDelta, diff, strings.Join(states, " "))
+		t.Logf("%7d %-13s %8d %6d %6d %+6d %6d  %s", tid, want1.Comm, p.out, want1.VoluntaryDelta, want1.NonvoluntaryDelta, diff, p.in, strings.Join(states, " "))
 		if diff < -switchTolerance || diff > switchTolerance {
 			t.Errorf("tid %d (%s): %d sched_switch switch-outs, /proc counted %d (voluntary %d + nonvoluntary %d)",
 				tid, want1.Comm, p.out, procTotal, want1.VoluntaryDelta, want1.NonvoluntaryDelta)

@@ -112,6 +112,9 @@ func printSummary(w io.Writer, path string, s *observe.Summary, top int) error {
 	}
 	fmt.Fprintf(w, "threads  %d in %d processes; %d spurious wakings ignored\n",
 		len(s.Threads), s.Processes, s.Sched.SpuriousWakings)
+	if m := s.Sched.MismatchedSwitch; m > 0 {
+		fmt.Fprintf(w, "warning  %d switches out of a task the CPU was not known to run: the recorder missed switch-ins, so Running times near them are uncertain\n", m)
+	}
 	n := len(s.Threads)
 	if top > 0 && top < n {
 		n = top
