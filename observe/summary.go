@@ -32,7 +32,9 @@ type ThreadSummary struct {
 	DiskWait  int64 // ns in D
 	Other     int64 // ns in any other state (T, I, P, ...)
 	// SwitchOuts counts the thread's sched_switch-outs; Preemptions those that
-	// left it runnable (R+).
+	// left it runnable (R or R+): involuntary switches. Recent kernels report a
+	// preemption at return to user space as plain R; only in-kernel preemption
+	// sets the R+ bit.
 	SwitchOuts, Preemptions int64
 	Wakeups                 int64 // wakings that made it runnable (not spurious)
 	CPUsUsed                int   // distinct CPUs it ran on
@@ -109,7 +111,7 @@ func Summarize(r Reader) (*Summary, error) {
 			u := threads.Get(ev.PrevTid)
 			t := grow(u)
 			t.SwitchOuts++
-			if ev.PrevState == StateRunnable|StatePreempted {
+			if ev.PrevState.Runnable() {
 				t.Preemptions++
 			}
 		}
