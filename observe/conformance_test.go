@@ -2,9 +2,7 @@ package observe
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,16 +14,8 @@ import (
 // repository (../shared/conformance/perfetto), or $TEMPER_CONFORMANCE_DIR.
 func conformanceDir(t *testing.T) string {
 	t.Helper()
-	if d := os.Getenv("TEMPER_CONFORMANCE_DIR"); d != "" {
+	if d := conformanceDirOrEmpty(); d != "" {
 		return d
-	}
-	dir, _ := filepath.Abs("..")
-	for range 4 {
-		c := filepath.Join(dir, "..", "shared", "conformance", "perfetto")
-		if _, err := os.Stat(filepath.Join(c, "index.json")); err == nil {
-			return c
-		}
-		dir = filepath.Dir(dir)
 	}
 	msg := "Perfetto conformance cases not found: expected ../shared/conformance/perfetto beside the repository (or set TEMPER_CONFORMANCE_DIR)"
 	if os.Getenv("CI") != "" {
@@ -53,16 +43,8 @@ func loadModel(t *testing.T, path string) *model {
 	s := NewSched(m.threads)
 	s.OnSlice = func(r SliceRow) { m.slices = append(m.slices, r) }
 	s.OnState = func(r StateRow) { m.states = append(m.states, r) }
-	var ev Event
-	for {
-		err := r.Next(&ev)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("read: %v", err)
-		}
-		s.Add(&ev)
+	if err := ForEach(r, func(ev *Event) error { s.Add(ev); return nil }); err != nil {
+		t.Fatalf("read: %v", err)
 	}
 	s.Finish()
 	return m

@@ -168,3 +168,22 @@ func sniffFormat(b []byte) string {
 	}
 	return ""
 }
+
+// ForEach calls fn for every event r returns, in order, until the end of the
+// trace (returning nil), a read error, or an error from fn. The event is
+// reused between calls: copy what must outlive the call.
+func ForEach(r Reader, fn func(*Event) error) error {
+	var ev Event
+	for {
+		err := r.Next(&ev)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(&ev); err != nil {
+			return err
+		}
+	}
+}

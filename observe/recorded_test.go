@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -145,20 +144,12 @@ func checkRecorded(t *testing.T, path string, meta *recordedMeta) {
 	threads := NewThreads()
 	sched := NewSched(threads)
 	kinds := map[Kind]int64{}
-	var ev Event
-	for {
-		err := r.Next(&ev)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatalf("read: %v", err)
-		}
+	err = ForEach(r, func(ev *Event) error {
 		kinds[ev.Kind]++
-		sched.Add(&ev)
+		sched.Add(ev)
 		for _, tid := range []int32{ev.Tid, ev.PrevTid} {
 			if p := want[tid]; p != nil && p.first == nil && ev.Kind != KindThreadInfo {
-				e := ev
+				e := *ev
 				p.first = &e
 			}
 		}
@@ -172,6 +163,10 @@ func checkRecorded(t *testing.T, path string, meta *recordedMeta) {
 				p.last = ev.PrevState
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read: %v", err)
 	}
 	sched.Finish()
 

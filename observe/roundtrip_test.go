@@ -195,9 +195,14 @@ func conformanceDirOrEmpty() string {
 	if d := os.Getenv("TEMPER_CONFORMANCE_DIR"); d != "" {
 		return d
 	}
-	c := filepath.Join("..", "..", "shared", "conformance", "perfetto")
-	if _, err := os.Stat(c); err == nil {
-		return c
+	// The cases sit in shared/ beside the repository checkout.
+	dir, _ := filepath.Abs("..")
+	for range 4 {
+		c := filepath.Join(dir, "..", "shared", "conformance", "perfetto")
+		if _, err := os.Stat(filepath.Join(c, "index.json")); err == nil {
+			return c
+		}
+		dir = filepath.Dir(dir)
 	}
 	return ""
 }

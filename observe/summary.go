@@ -1,10 +1,6 @@
 package observe
 
-import (
-	"errors"
-	"io"
-	"sort"
-)
+import "sort"
 
 // Summary is what a trace says at a glance: its span, event counts, losses,
 // and per thread how its time divided between states.
@@ -88,15 +84,7 @@ func Summarize(r Reader) (*Summary, error) {
 	}
 	s.OnState = add
 	cpus := map[int32]bool{}
-	var ev Event
-	for {
-		err := r.Next(&ev)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	err := ForEach(r, func(ev *Event) error {
 		if sum.FirstTS == 0 || ev.TS < sum.FirstTS {
 			sum.FirstTS = ev.TS
 		}
@@ -115,7 +103,11 @@ func Summarize(r Reader) (*Summary, error) {
 				t.Preemptions++
 			}
 		}
-		s.Add(&ev)
+		s.Add(ev)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	finished = true
 	s.Finish()
