@@ -4,7 +4,8 @@
 #   make test       vet + all tests (BPF/tracefs tests need root) + a short fuzz run
 #   make fuzz       longer fuzz runs (FUZZTIME per target, default 2m)
 #   make bench      decode benchmarks with ratios against their targets
-#   make generate   regenerate observe/perfettopb from perfetto.proto (needs protoc)
+#   make generate   regenerate observe/perfettopb (needs protoc) and the bpf2go
+#                   output in bpf/ (needs clang-19, libbpf-dev)
 
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -47,6 +48,7 @@ generate:
 	$(GO) build -o bin/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go
 	cd observe/perfettopb && protoc --plugin=protoc-gen-go=../../bin/protoc-gen-go \
 		--go_out=. --go_opt=paths=source_relative perfetto.proto
+	$(GO) generate ./bpf
 
 clean:
 	rm -rf bin

@@ -36,6 +36,12 @@ type PerfettoWriter struct {
 	// written; bigger bundles compress better, smaller ones bound the reader's
 	// merge buffer.
 	BundleEvents int
+	// BundleAge bounds the time span of an open bundle: a quiet CPU's bundle
+	// is written once an event on any CPU is this much newer than its first
+	// event, so readers that sort within a window (ours: 1 s; trace_processor
+	// streams the same way) never meet one CPU's old events late.
+	BundleAge int64
+	nextAge   int64 // timestamp at which open bundles are next checked for age
 }
 
 const seqID = 1 // the one packet sequence this writer emits
@@ -44,7 +50,7 @@ const seqID = 1 // the one packet sequence this writer emits
 // CPU count go into the SystemInfo packet.
 func NewPerfettoWriter(w io.Writer, info TraceInfo) *PerfettoWriter {
 	pw := &PerfettoWriter{w: bufio.NewWriterSize(w, 256<<10), info: info,
-		layout: layoutFor(info.KernelRelease), BundleEvents: 4096}
+		layout: layoutFor(info.KernelRelease), BundleEvents: 4096, BundleAge: 250e6}
 	si := &pb.SystemInfo{NumCpus: uint32(max(info.NumCPUs, 0))}
 	if info.KernelRelease != "" {
 		sys := info.Sysname
@@ -70,6 +76,7 @@ type bundleBuilder struct {
 	lastSw   uint64
 	lastWk   uint64
 	n        int
+	firstTS  int64
 	lastTS   int64
 	lastKind int // 1 compact switch, 2 compact waking, 3 full event
 	irq      bool
@@ -91,6 +98,10 @@ func (w *PerfettoWriter) Write(ev *Event) error {
 	if w.infoN > 0 {
 		w.flushInfo()
 	}
+	if ev.TS >= w.nextAge && w.BundleAge > 0 {
+		w.flushOlder(ev.TS - w.BundleAge)
+		w.nextAge = ev.TS + w.BundleAge/4
+	}
 	for int(ev.CPU) >= len(w.cpus) {
 		w.cpus = append(w.cpus, nil)
 	}
@@ -110,6 +121,9 @@ func (w *PerfettoWriter) Write(ev *Event) error {
 		if bb.cur.known && ev.Pid == bb.cur.tid {
 			kind = 2
 		}
+	}
+	if bb.n == 0 {
+		bb.firstTS = ev.TS
 	}
 	if bb.n > 0 && ev.TS == bb.lastTS && kind != bb.lastKind {
 		w.flushCPU(bb)
@@ -271,6 +285,15 @@ func (w *PerfettoWriter) flushCPU(bb *bundleBuilder) {
 		TrustedPacketSequenceId: seqID})
 	*bb = bundleBuilder{cpu: bb.cpu, cur: bb.cur, intern: bb.intern, lastTS: bb.lastTS}
 	clear(bb.intern)
+}
+
+// flushOlder writes every open bundle whose first event is before ts.
+func (w *PerfettoWriter) flushOlder(ts int64) {
+	for _, bb := range w.cpus {
+		if bb != nil && bb.n > 0 && bb.firstTS < ts {
+			w.flushCPU(bb)
+		}
+	}
 }
 
 // MarkLost records that events were lost on cpu before the events that follow

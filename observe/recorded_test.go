@@ -87,7 +87,7 @@ func TestLiveTracefsRecording(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildWorkload(t, dir)
 	tracePath := filepath.Join(dir, "trace.txt")
-	meta := recordWorkload(t, bin, dir, tracePath)
+	meta := recordWorkload(t, bin, dir, tracePath, &tracefsRecorder{})
 	checkRecorded(t, tracePath, meta)
 	if t.Failed() {
 		if *updateRecorded {
@@ -148,7 +148,7 @@ func checkRecorded(t *testing.T, path string, meta *recordedMeta) {
 		kinds[ev.Kind]++
 		sched.Add(ev)
 		for _, tid := range []int32{ev.Tid, ev.PrevTid} {
-			if p := want[tid]; p != nil && p.first == nil && ev.Kind != KindThreadInfo {
+			if p := want[tid]; p != nil && p.first == nil && ev.Kind != KindThreadInfo && ev.Kind != KindProcessInfo {
 				e := *ev
 				p.first = &e
 			}
@@ -273,7 +273,7 @@ type procSwitches struct{ vol, nonvol int64 }
 
 // recordWorkload runs the workload, records the exact window described at the
 // top of the file into tracePath, and returns /proc's account of it.
-func recordWorkload(t *testing.T, bin, dir, tracePath string) *recordedMeta {
+func recordWorkload(t *testing.T, bin, dir, tracePath string, rec testRecorder) *recordedMeta {
 	t.Helper()
 	var sfs syscall.Statfs_t
 	if err := syscall.Statfs(dir, &sfs); err == nil && sfs.Type == 0x01021994 { // TMPFS_MAGIC
@@ -313,7 +313,7 @@ func recordWorkload(t *testing.T, bin, dir, tracePath string) *recordedMeta {
 	})
 
 	// Thread list, then "ready".
-	meta := &recordedMeta{PID: int32(pid), WorkloadArgs: args, Events: tracefs.DefaultEvents}
+	meta := &recordedMeta{PID: int32(pid), WorkloadArgs: args, Events: rec.events()}
 	deadline := time.After(10 * time.Second)
 	for ready := false; !ready; {
 		select {
@@ -363,20 +363,14 @@ func recordWorkload(t *testing.T, bin, dir, tracePath string) *recordedMeta {
 	signal(syscall.SIGSTOP)
 	start := waitStopped(t, pid, tids)
 
-	sess, err := tracefs.Start(tracefs.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
+	rec.start(t, pid)
 	t0 := time.Now()
 	signal(syscall.SIGCONT)
 	time.Sleep(recordWindow)
 	signal(syscall.SIGSTOP)
 	meta.DurationNS = time.Since(t0).Nanoseconds()
 	stopped := waitStopped(t, pid, tids)
-	if err := sess.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	rec.stop(t)
 	end := readSwitches(t, pid, tids)
 	for i, tid := range tids {
 		if end[i] != stopped[i] {
@@ -389,22 +383,7 @@ func recordWorkload(t *testing.T, bin, dir, tracePath string) *recordedMeta {
 	// Let the workload finish cleanly while the trace is copied out.
 	signal(syscall.SIGTERM)
 	signal(syscall.SIGCONT)
-	f, err := os.Create(tracePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sess.WriteTrace(f); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if meta.Overruns, err = sess.Overruns(); err != nil {
-		t.Fatal(err)
-	}
-	if err := sess.Close(); err != nil {
-		t.Fatal(err)
-	}
+	meta.Overruns = rec.write(t, tracePath)
 	var last string
 	for l := range lines {
 		last = l
@@ -424,6 +403,62 @@ func recordWorkload(t *testing.T, bin, dir, tracePath string) *recordedMeta {
 	t.Logf("recorded %v (%d bytes of text) of pid %d on %s: %s; overruns %v",
 		time.Duration(meta.DurationNS), fi.Size(), pid, meta.Kernel, last, meta.Overruns)
 	return meta
+}
+
+// testRecorder is a way to record the workload: tracefs (the reference) or
+// observe's BPF tracer.
+type testRecorder interface {
+	events() []string
+	// start begins recording pid's events; when it returns, recording is on.
+	start(t *testing.T, pid int)
+	// stop ends recording: nothing after it is recorded.
+	stop(t *testing.T)
+	// write puts the trace at path and returns the per-CPU loss counts.
+	write(t *testing.T, path string) map[int]int64
+}
+
+// tracefsRecorder records through a private tracefs instance.
+type tracefsRecorder struct{ sess *tracefs.Session }
+
+func (r *tracefsRecorder) events() []string { return tracefs.DefaultEvents }
+
+func (r *tracefsRecorder) start(t *testing.T, pid int) {
+	t.Helper()
+	sess, err := tracefs.Start(tracefs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	r.sess = sess
+}
+
+func (r *tracefsRecorder) stop(t *testing.T) {
+	t.Helper()
+	if err := r.sess.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (r *tracefsRecorder) write(t *testing.T, path string) map[int]int64 {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.sess.WriteTrace(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	overruns, err := r.sess.Overruns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return overruns
 }
 
 // waitStopped waits until every thread is in state T and off its CPU, with
