@@ -1,0 +1,553 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func i64(v int64) *int64 { return &v }
+
+func TestReadCgroupCPUFake(t *testing.T) {
+	v2Stat := "usage_usec 5000\nuser_usec 3000\nsystem_usec 2000\nnr_periods 40\nnr_throttled 7\nthrottled_usec 900\nnr_bursts 0\nburst_usec 0\n"
+	v1Stat := "nr_periods 40\nnr_throttled 7\nthrottled_time 900000\nnr_bursts 0\nburst_time 0\n"
+	tests := []struct {
+		name  string
+		files map[string]string // relative to the cgroup dir; "acct/..." for cpuacct
+		dir   func(root string) CgroupDir
+		want  *CgroupCPU
+		err   string
+	}{
+		{
+			name:  "v2 with quota",
+			files: map[string]string{"cgroup.controllers": "cpuset cpu io memory pids\n", "cpu.max": "50000 100000\n", "cpu.weight": "50\n", "cpu.stat": v2Stat},
+			dir:   func(r string) CgroupDir { return CgroupDir{Version: 2, Path: r} },
+			want: &CgroupCPU{Version: 2, CPUController: true, Bandwidth: &Bandwidth{QuotaUsec: 50000, PeriodUsec: 100000}, Weight: i64(50),
+				UsageNs: i64(5e6), UserNs: i64(3e6), SystemNs: i64(2e6), NrPeriods: i64(40), NrThrottled: i64(7), ThrottledNs: i64(900e3),
+				Stat: map[string]int64{"usage_usec": 5000, "user_usec": 3000, "system_usec": 2000, "nr_periods": 40, "nr_throttled": 7, "throttled_usec": 900, "nr_bursts": 0, "burst_usec": 0}},
+		},
+		{
+			name:  "v2 unlimited",
+			files: map[string]string{"cgroup.controllers": "cpu\n", "cpu.max": "max 100000\n", "cpu.weight": "100\n", "cpu.stat": "usage_usec 1\n"},
+			dir:   func(r string) CgroupDir { return CgroupDir{Version: 2, Path: r} },
+			want: &CgroupCPU{Version: 2, CPUController: true, Bandwidth: &Bandwidth{Unlimited: true, PeriodUsec: 100000}, Weight: i64(100),
+				UsageNs: i64(1000), Stat: map[string]int64{"usage_usec": 1}},
+		},
+		{
+			// The cpu controller is bound to v1 (this CI host): only the core
+			// usage counters exist.
+			name:  "v2 without cpu controller",
+			files: map[string]string{"cgroup.controllers": "hugetlb\n", "cpu.stat": "usage_usec 10\nuser_usec 6\nsystem_usec 4\nnice_usec 0\n"},
+			dir:   func(r string) CgroupDir { return CgroupDir{Version: 2, Path: r} },
+			want: &CgroupCPU{Version: 2, UsageNs: i64(10000), UserNs: i64(6000), SystemNs: i64(4000),
+				Stat: map[string]int64{"usage_usec": 10, "user_usec": 6, "system_usec": 4, "nice_usec": 0}, Missing: []string{"cpu.max", "cpu.weight"}},
+		},
+		{
+			name: "v1 quota with separate cpuacct",
+			files: map[string]string{"cpu.cfs_quota_us": "50000\n", "cpu.cfs_period_us": "100000\n", "cpu.shares": "512\n", "cpu.stat": v1Stat,
+				"acct/cpuacct.usage": "123456\n", "acct/cpuacct.usage_user": "100000\n", "acct/cpuacct.usage_sys": "23456\n"},
+			dir: func(r string) CgroupDir { return CgroupDir{Version: 1, Path: r, CPUAcctPath: filepath.Join(r, "acct")} },
+			want: &CgroupCPU{Version: 1, CPUController: true, Bandwidth: &Bandwidth{QuotaUsec: 50000, PeriodUsec: 100000}, Shares: i64(512),
+				UsageNs: i64(123456), UserNs: i64(100000), SystemNs: i64(23456), NrPeriods: i64(40), NrThrottled: i64(7), ThrottledNs: i64(900000),
+				Stat: map[string]int64{"nr_periods": 40, "nr_throttled": 7, "throttled_time": 900000, "nr_bursts": 0, "burst_time": 0}},
+		},
+		{
+			name:  "v1 unlimited, no cpuacct",
+			files: map[string]string{"cpu.cfs_quota_us": "-1\n", "cpu.cfs_period_us": "100000\n", "cpu.shares": "1024\n", "cpu.stat": "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n"},
+			dir:   func(r string) CgroupDir { return CgroupDir{Version: 1, Path: r} },
+			want: &CgroupCPU{Version: 1, CPUController: true, Bandwidth: &Bandwidth{Unlimited: true, PeriodUsec: 100000}, Shares: i64(1024),
+				NrPeriods: i64(0), NrThrottled: i64(0), ThrottledNs: i64(0),
+				Stat: map[string]int64{"nr_periods": 0, "nr_throttled": 0, "throttled_time": 0}, Missing: []string{"cpuacct"}},
+		},
+		{
+			name:  "v1 without cfs files",
+			files: map[string]string{"cpu.shares": "2\n"},
+			dir:   func(r string) CgroupDir { return CgroupDir{Version: 1, Path: r} },
+			want: &CgroupCPU{Version: 1, CPUController: true, Shares: i64(2), Stat: map[string]int64{},
+				Missing: []string{"cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.stat", "cpuacct"}},
+		},
+		{name: "bad cpu.max", files: map[string]string{"cpu.max": "lots 100000\n"}, dir: func(r string) CgroupDir { return CgroupDir{Version: 2, Path: r} }, err: "bad quota"},
+		{name: "bad cpu.max period", files: map[string]string{"cpu.max": "max 0\n"}, dir: func(r string) CgroupDir { return CgroupDir{Version: 2, Path: r} }, err: "bad period"},
+		{name: "bad cpu.stat", files: map[string]string{"cpu.stat": "usage_usec many\n"}, dir: func(r string) CgroupDir { return CgroupDir{Version: 2, Path: r} }, err: "cpu.stat"},
+		{name: "bad shares", files: map[string]string{"cpu.shares": "x\n"}, dir: func(r string) CgroupDir { return CgroupDir{Version: 1, Path: r} }, err: "cpu.shares"},
+		{name: "gone", dir: func(r string) CgroupDir { return CgroupDir{Version: 2, Path: filepath.Join(r, "gone")} }, err: "no such file"},
+		{name: "bad version", dir: func(r string) CgroupDir { return CgroupDir{Version: 3, Path: r} }, err: "version 3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			writeTree(t, root, tt.files)
+			got, err := ReadCgroupCPU(tt.dir(root))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want it to mention %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got  %s\nwant %s", dump(got), dump(tt.want))
+			}
+		})
+	}
+}
+
+func dump(c *CgroupCPU) string {
+	var b bytes.Buffer
+	(&Snapshot{Cgroups: []CgroupRecord{{Begin: c}}}).Write(&b)
+	return b.String()
+}
+
+func TestCgroupDelta(t *testing.T) {
+	b := &CgroupCPU{Version: 2, UsageNs: i64(100), NrPeriods: i64(10), NrThrottled: i64(1), ThrottledNs: i64(5)}
+	e := &CgroupCPU{Version: 2, UsageNs: i64(350), NrPeriods: i64(14), NrThrottled: i64(3), ThrottledNs: i64(25), UserNs: i64(1)}
+	d, err := (&CgroupRecord{Path: "/x", Begin: b, End: e}).Delta()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := CPUDelta{Periods: i64(4), Throttled: i64(2), ThrottledNs: i64(20), UsageNs: i64(250)}
+	if !reflect.DeepEqual(d, want) {
+		t.Errorf("delta %+v, want %+v (user only at end: nil)", d, want)
+	}
+	for _, tt := range []struct {
+		name       string
+		begin, end *CgroupCPU
+		want       string
+	}{
+		{"missing end", b, nil, "missing"},
+		{"versions", b, &CgroupCPU{Version: 1}, "begin is v2, end is v1"},
+		{"backwards", b, &CgroupCPU{Version: 2, NrThrottled: i64(0)}, "recreated"},
+	} {
+		_, err := (&CgroupRecord{Path: "/x", Begin: tt.begin, End: tt.end}).Delta()
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "/x") {
+			t.Errorf("%s: err = %v, want it to mention /x and %q", tt.name, err, tt.want)
+		}
+	}
+	if got := (&Bandwidth{QuotaUsec: 50000, PeriodUsec: 100000}).CPUs(); got != 0.5 {
+		t.Errorf("CPUs() = %v, want 0.5", got)
+	}
+	if got := (&Bandwidth{Unlimited: true, PeriodUsec: 100000}).CPUs(); got != 0 {
+		t.Errorf("unlimited CPUs() = %v, want 0", got)
+	}
+}
+
+// hybridMountinfo is this kind of host: v1 controllers each on their own
+// mount, cgroup2 at /sys/fs/cgroup/unified.
+const hybridMountinfo = `22 1 0:21 / /sys rw,nosuid - sysfs sysfs rw
+30 22 0:27 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+31 30 0:28 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+32 30 0:29 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+33 30 0:30 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset
+39 30 0:36 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd
+40 30 0:37 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+`
+
+// systemdMountinfo is the usual systemd v1 layout: cpu and cpuacct share a
+// mount, and a bind mount of a subtree appears first.
+const systemdMountinfo = `30 22 0:27 / /sys/fs/cgroup ro - tmpfs tmpfs ro,mode=755
+90 30 0:31 /kubepods /mnt/kube\040pods rw - cgroup cgroup rw,cpu,cpuacct
+34 30 0:31 / /sys/fs/cgroup/cpu,cpuacct rw shared:15 - cgroup cgroup rw,cpu,cpuacct
+35 30 0:32 / /sys/fs/cgroup/memory rw shared:16 - cgroup cgroup rw,memory
+`
+
+const unifiedMountinfo = `25 22 0:22 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot
+`
+
+func TestParseMountinfo(t *testing.T) {
+	ms, err := parseMountinfo(strings.NewReader(hybridMountinfo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 5 {
+		t.Fatalf("%d cgroup mounts, want 5: %+v", len(ms), ms)
+	}
+	if m, ok := ms.v1("cpu"); !ok || m.Dir != "/sys/fs/cgroup/cpu" {
+		t.Errorf("v1 cpu: %+v %v", m, ok)
+	}
+	if m, ok := ms.v2(); !ok || m.Dir != "/sys/fs/cgroup/unified" {
+		t.Errorf("v2: %+v %v", m, ok)
+	}
+	if _, ok := ms.v1("systemd"); ok {
+		t.Error("name=systemd taken for a controller")
+	}
+
+	ms, err = parseMountinfo(strings.NewReader(systemdMountinfo))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := ms.v1("cpuacct"); !ok || m.Dir != "/sys/fs/cgroup/cpu,cpuacct" || m.Root != "/" {
+		t.Errorf("v1 cpuacct: %+v %v; want the root mount preferred over the bind mount", m, ok)
+	}
+	if ms[0].Dir != "/mnt/kube pods" || ms[0].Root != "/kubepods" {
+		t.Errorf("escaped mount %+v", ms[0])
+	}
+	if dir, ok := ms[0].join("/kubepods/pod1"); !ok || dir != "/mnt/kube pods/pod1" {
+		t.Errorf("join through a subtree mount: %q %v", dir, ok)
+	}
+	if _, ok := ms[0].join("/system.slice"); ok {
+		t.Error("join outside a subtree mount succeeded")
+	}
+	if _, ok := ms.v2(); ok {
+		t.Error("v2 found in a v1-only mountinfo")
+	}
+	if _, err := parseMountinfo(strings.NewReader("1 2 - cgroup2\n")); err == nil {
+		t.Error("short line accepted")
+	}
+}
+
+func TestResolveCgroups(t *testing.T) {
+	// The cpuacct twin of an option path must exist to be used.
+	tmp := t.TempDir()
+	os.MkdirAll(filepath.Join(tmp, "cpuacct/kubepods/pod1"), 0o755)
+	hybrid := strings.ReplaceAll(hybridMountinfo, "/sys/fs/cgroup", tmp)
+	tests := []struct {
+		name      string
+		mountinfo string
+		option    string
+		proc      string
+		want      []CgroupRecord
+		warn      string
+		err       string
+	}{
+		{
+			name: "hybrid process", mountinfo: hybridMountinfo,
+			proc: "2:cpuacct:/kubepods/pod1\n1:cpu:/kubepods/pod1\n0::/\n",
+			want: []CgroupRecord{
+				{Version: 1, Path: "/sys/fs/cgroup/cpu/kubepods/pod1", CPUAcctPath: "/sys/fs/cgroup/cpuacct/kubepods/pod1", Source: "process"},
+				{Version: 2, Path: "/sys/fs/cgroup/unified", Source: "process"},
+			},
+		},
+		{
+			name: "systemd process", mountinfo: systemdMountinfo,
+			proc: "3:cpu,cpuacct:/kubepods/pod1\n",
+			want: []CgroupRecord{{Version: 1, Path: "/sys/fs/cgroup/cpu,cpuacct/kubepods/pod1", CPUAcctPath: "/sys/fs/cgroup/cpu,cpuacct/kubepods/pod1", Source: "process"}},
+		},
+		{
+			name: "unified process", mountinfo: unifiedMountinfo,
+			proc: "0::/kubepods.slice/pod1.slice\n",
+			want: []CgroupRecord{{Version: 2, Path: "/sys/fs/cgroup/kubepods.slice/pod1.slice", Source: "process"}},
+		},
+		{
+			name: "v1 cpu not mounted", mountinfo: unifiedMountinfo,
+			proc: "1:cpu:/x\n0::/y\n",
+			want: []CgroupRecord{{Version: 2, Path: "/sys/fs/cgroup/y", Source: "process"}},
+			warn: "not mounted",
+		},
+		{
+			name: "option v1 with separate cpuacct", mountinfo: hybrid, option: tmp + "/cpu/kubepods/pod1",
+			want: []CgroupRecord{{Version: 1, Path: tmp + "/cpu/kubepods/pod1", CPUAcctPath: tmp + "/cpuacct/kubepods/pod1", Source: "option"}},
+		},
+		{
+			name: "option v1 without cpuacct twin", mountinfo: hybrid, option: tmp + "/cpu/other",
+			want: []CgroupRecord{{Version: 1, Path: tmp + "/cpu/other", Source: "option"}},
+		},
+		{
+			name: "option co-mounted", mountinfo: systemdMountinfo, option: "/sys/fs/cgroup/cpu,cpuacct/kubepods/",
+			want: []CgroupRecord{{Version: 1, Path: "/sys/fs/cgroup/cpu,cpuacct/kubepods", CPUAcctPath: "/sys/fs/cgroup/cpu,cpuacct/kubepods", Source: "option"}},
+		},
+		{
+			name: "option v2", mountinfo: hybridMountinfo, option: "/sys/fs/cgroup/unified/a",
+			want: []CgroupRecord{{Version: 2, Path: "/sys/fs/cgroup/unified/a", Source: "option"}},
+		},
+		{name: "option in memory hierarchy", mountinfo: systemdMountinfo, option: "/sys/fs/cgroup/memory/a", err: "no cpu controller"},
+		{name: "option in no hierarchy", mountinfo: hybridMountinfo, option: "/sys/fs/cgroupx/cpu", err: "not under a mounted"},
+		{name: "option on the tmpfs", mountinfo: hybridMountinfo, option: "/sys/fs/cgroup/cpux", err: "not under a mounted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ms, err := parseMountinfo(strings.NewReader(tt.mountinfo))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []CgroupRecord
+			var warns []string
+			if tt.option != "" {
+				var rec CgroupRecord
+				rec, err = ms.resolveCgroupOption(tt.option)
+				got = []CgroupRecord{rec}
+			} else {
+				got, warns, err = ms.resolveProcessCgroups([]byte(tt.proc))
+			}
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want it to mention %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+			if tt.warn != "" && !slices.ContainsFunc(warns, func(w string) bool { return strings.Contains(w, tt.warn) }) {
+				t.Errorf("warnings %q, want one mentioning %q", warns, tt.warn)
+			}
+		})
+	}
+}
+
+// realMounts returns this host's cgroup mounts, or skips the test loudly
+// when it cannot create cgroups.
+func realMounts(t *testing.T) cgroupMounts {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("NOT TESTED: creating cgroups needs root; the real-cgroup tests did not run")
+	}
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := parseMountinfo(bytes.NewReader(mi))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
+
+// makeCgroup creates dir/name, writes files into it in order, and removes
+// it when the test ends, after moving whatever is in it back to dir.
+func makeCgroup(t *testing.T, parent, name string, files ...[2]string) string {
+	t.Helper()
+	dir := filepath.Join(parent, name)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs")); err == nil {
+				for p := range strings.FieldsSeq(string(procs)) {
+					os.WriteFile(filepath.Join(parent, "cgroup.procs"), []byte(p), 0o644)
+				}
+			}
+			err := os.Remove(dir)
+			if err == nil || errors.Is(err, os.ErrNotExist) {
+				return
+			}
+			if !errors.Is(err, syscall.EBUSY) {
+				t.Errorf("remove cgroup %s: %v", dir, err)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Errorf("cgroup %s still busy; remove it by hand", dir)
+	})
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f[0]), []byte(f[1]), 0o644); err != nil {
+			t.Fatalf("write %s: %v", filepath.Join(dir, f[0]), err)
+		}
+	}
+	return dir
+}
+
+func movePid(t *testing.T, dir string, pid int) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		t.Fatalf("move %d into %s: %v", pid, dir, err)
+	}
+}
+
+// TestCgroupV1Throttling puts a CPU-burning child in a real v1 cpu cgroup
+// limited to half a CPU and checks the snapshot sees the limit and the
+// throttling.
+func TestCgroupV1Throttling(t *testing.T) {
+	ms := realMounts(t)
+	cpuMount, ok := ms.v1("cpu")
+	if !ok {
+		t.Skip("NOT TESTED on this host: no cgroup v1 cpu hierarchy is mounted (pure cgroup2 host); v1 reading is covered by TestReadCgroupCPUFake only")
+	}
+	name := fmt.Sprintf("temper-snapshot-test-%d", os.Getpid())
+	dir := makeCgroup(t, cpuMount.Dir, name,
+		[2]string{"cpu.cfs_period_us", "100000"}, [2]string{"cpu.cfs_quota_us", "50000"}, [2]string{"cpu.shares", "512"})
+	acctDir := dir
+	if am, ok := ms.v1("cpuacct"); ok && am.Dir != cpuMount.Dir {
+		acctDir = makeCgroup(t, am.Dir, name)
+	}
+	c := startChild(t, "burn")
+	movePid(t, dir, c.pid)
+	if acctDir != dir {
+		movePid(t, acctDir, c.pid)
+	}
+	time.Sleep(30 * time.Millisecond)
+
+	ctx := context.Background()
+	explicit, err := Begin(ctx, Options{Tgids: []int{c.pid}, Cgroup: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	implicit, err := Begin(ctx, Options{Tgids: []int{c.pid}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Let it run until the kernel has throttled it at least once (a few
+	// periods on an idle host), so that a busy host does not fail the test.
+	waitThrottled(t, CgroupDir{Version: 1, Path: dir}, explicit.CPUCgroup().Begin)
+	for _, s := range []*Snapshot{explicit, implicit} {
+		if err := s.End(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	rec := explicit.CPUCgroup()
+	if rec == nil || rec.Version != 1 || rec.Path != dir || rec.CPUAcctPath != acctDir || rec.Source != "option" {
+		t.Fatalf("cgroup record %+v, want v1 %s with cpuacct %s", rec, dir, acctDir)
+	}
+	for _, r := range []*CgroupCPU{rec.Begin, rec.End} {
+		if r.Bandwidth == nil || r.Bandwidth.Unlimited || r.Bandwidth.QuotaUsec != 50000 || r.Bandwidth.PeriodUsec != 100000 {
+			t.Errorf("bandwidth %+v, want 50000/100000", r.Bandwidth)
+		}
+		if r.Shares == nil || *r.Shares != 512 {
+			t.Errorf("shares %v, want 512", r.Shares)
+		}
+	}
+	d, err := rec.Delta()
+	if err != nil {
+		t.Fatal(err)
+	}
+	span := explicit.Taken.End.MonotonicNs - explicit.Taken.Begin.MonotonicNs
+	t.Logf("v1 delta over %v: %v", time.Duration(span), d)
+	if *d.Throttled <= 0 || *d.ThrottledNs <= 0 || *d.Periods < *d.Throttled {
+		t.Errorf("a spinning thread limited to half a CPU was not throttled: %v", d)
+	}
+	if *d.UsageNs <= 0 || float64(*d.UsageNs) > 0.8*float64(span) {
+		t.Errorf("usage %v over %v: want positive and held near half by the quota", time.Duration(*d.UsageNs), time.Duration(span))
+	}
+	for _, th := range explicit.Threads {
+		if th.End != nil && th.End.Cgroup.V1CPU != "/"+name {
+			t.Errorf("tid %d: v1 cpu cgroup %q, want /%s", th.Tid, th.End.Cgroup.V1CPU, name)
+		}
+	}
+
+	// Without the option the process's cgroups are found through
+	// /proc/<pid>/cgroup and mountinfo: the v1 one first.
+	got := implicit.CPUCgroup()
+	if got == nil || got.Path != dir || got.CPUAcctPath != acctDir || got.Source != "process" {
+		t.Fatalf("implicit cgroup %+v, want %s", got, dir)
+	}
+	if d, err := got.Delta(); err != nil || *d.Throttled <= 0 {
+		t.Errorf("implicit delta %v, %v", d, err)
+	}
+	if v2, ok := ms.v2(); ok {
+		if len(implicit.Cgroups) != 2 || implicit.Cgroups[1].Version != 2 || !strings.HasPrefix(implicit.Cgroups[1].Path, v2.Dir) {
+			t.Errorf("implicit cgroups %+v: want the v2 cgroup under %s second", implicit.Cgroups, v2.Dir)
+		}
+	}
+}
+
+// TestCgroupV2 puts a CPU-burning child in a real cgroup2 cgroup. With the
+// cpu controller available it sets a quota and checks throttling; on a host
+// whose cpu controller is bound to v1 it can only check the usage counters
+// and that the absent files are reported as absent.
+func TestCgroupV2(t *testing.T) {
+	ms := realMounts(t)
+	v2, ok := ms.v2()
+	if !ok {
+		t.Skip("NOT TESTED on this host: no cgroup2 mount; v2 reading is covered by TestReadCgroupCPUFake only")
+	}
+	rootCtrls, err := os.ReadFile(filepath.Join(v2.Dir, "cgroup.controllers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpuAvail := hasField(string(rootCtrls), "cpu")
+	name := fmt.Sprintf("temper-snapshot-test-%d", os.Getpid())
+	if cpuAvail {
+		sub, _ := os.ReadFile(filepath.Join(v2.Dir, "cgroup.subtree_control"))
+		if !hasField(string(sub), "cpu") {
+			if err := os.WriteFile(filepath.Join(v2.Dir, "cgroup.subtree_control"), []byte("+cpu"), 0o644); err != nil {
+				t.Logf("LOUD: could not enable cpu in %s/cgroup.subtree_control: %v", v2.Dir, err)
+				cpuAvail = false
+			} else {
+				t.Cleanup(func() { os.WriteFile(filepath.Join(v2.Dir, "cgroup.subtree_control"), []byte("-cpu"), 0o644) })
+			}
+		}
+	}
+	var dir string
+	if cpuAvail {
+		dir = makeCgroup(t, v2.Dir, name, [2]string{"cpu.max", "50000 100000"}, [2]string{"cpu.weight", "50"})
+	} else {
+		t.Logf("LOUD: NOT TESTED on the real cgroup2 mount %s: its cgroup.controllers is %q, without cpu "+
+			"(the cpu controller is bound to the v1 hierarchy). cpu.max, cpu.weight and v2 throttling are tested on the fake tree "+
+			"(TestReadCgroupCPUFake) only; here only the v2 usage counters and the reporting of absent files are checked.",
+			v2.Dir, strings.TrimSpace(string(rootCtrls)))
+		dir = makeCgroup(t, v2.Dir, name)
+	}
+	c := startChild(t, "burn")
+	movePid(t, dir, c.pid)
+
+	ctx := context.Background()
+	s, err := Begin(ctx, Options{Tgids: []int{c.pid}, Cgroup: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpuAvail {
+		waitThrottled(t, CgroupDir{Version: 2, Path: dir}, s.CPUCgroup().Begin)
+	} else {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := s.End(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec := s.CPUCgroup()
+	if rec.Version != 2 || rec.Begin == nil || rec.End == nil {
+		t.Fatalf("record %+v", rec)
+	}
+	d, err := rec.Delta()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.UsageNs == nil || *d.UsageNs <= 0 || d.UserNs == nil || *d.UserNs <= 0 {
+		t.Errorf("a spinning child's cgroup has usage delta %v", d)
+	}
+	for _, th := range s.Threads {
+		if th.End != nil && th.End.Cgroup.V2 != "/"+name {
+			t.Errorf("tid %d: v2 cgroup %q, want /%s", th.Tid, th.End.Cgroup.V2, name)
+		}
+	}
+	if cpuAvail {
+		b := rec.End.Bandwidth
+		if !rec.End.CPUController || b == nil || b.QuotaUsec != 50000 || b.PeriodUsec != 100000 || rec.End.Weight == nil || *rec.End.Weight != 50 {
+			t.Errorf("v2 limits %s", dump(rec.End))
+		}
+		if d.Throttled == nil || *d.Throttled <= 0 {
+			t.Errorf("v2 throttling delta %v", d)
+		}
+		return
+	}
+	if rec.End.CPUController || rec.End.Bandwidth != nil || rec.End.Weight != nil ||
+		!slices.Contains(rec.End.Missing, "cpu.max") || !slices.Contains(rec.End.Missing, "cpu.weight") {
+		t.Errorf("v2 without the cpu controller: %s; want no controller, no bandwidth or weight, cpu.max and cpu.weight missing", dump(rec.End))
+	}
+	t.Logf("v2 usage delta %v (no throttling counters without the cpu controller)", time.Duration(*d.UsageNs))
+}
+
+// waitThrottled waits, for at least 300ms and at most 5s, until the cgroup
+// has been throttled more often than in begin.
+func waitThrottled(t *testing.T, d CgroupDir, begin *CgroupCPU) {
+	t.Helper()
+	if begin == nil || begin.NrThrottled == nil {
+		t.Fatalf("cgroup %s has no nr_throttled at begin", d.Path)
+	}
+	time.Sleep(300 * time.Millisecond)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		c, err := ReadCgroupCPU(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.NrThrottled != nil && *c.NrThrottled > *begin.NrThrottled {
+			return
+		}
+	}
+	t.Logf("cgroup %s not throttled within 5s; the delta check below will fail", d.Path)
+}
