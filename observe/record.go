@@ -700,7 +700,7 @@ func (r *recorder) progress(final bool) {
 	}
 	now := time.Now()
 	p := RecordProgress{Elapsed: now.Sub(r.started), Duration: r.opts.Duration,
-		Events: r.res.Events, Lost: r.res.TotalLost(), Bytes: r.cw.n}
+		Events: r.res.Events, Lost: r.res.TotalLost(), Bytes: r.cw.n + int64(r.pw.w.Buffered())}
 	if dt := now.Sub(r.lastProgress).Seconds(); dt > 0 {
 		p.Rate = float64(r.res.Events-r.lastProgressCount) / dt
 	}

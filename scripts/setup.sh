@@ -16,6 +16,9 @@ declare -A need=(
 	[make]=make
 	[gzip]=gzip
 	[protoc]=protobuf-compiler # make generate only, and a check in tests
+	[redis-server]=redis-server    # real-server tests of observe and analyze
+	[redis-benchmark]=redis-tools  # ... and their load generator
+	[perf]=linux-perf              # make bench: the perf sched record anchor
 )
 missing=()
 for cmd in "${!need[@]}"; do
