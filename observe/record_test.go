@@ -1,13 +1,18 @@
 package observe
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf"
 )
 
 // bpfRecorder records the workload with Record, the BPF tracer.
@@ -165,3 +170,73 @@ func checkWakeEdges(t *testing.T, path string, meta *recordedMeta) {
 		}
 	}
 }
+
+// TestRecordSMTSiblings declares CPUs 0 and 1 hyperthreads of one core (this
+// machine has no SMT; the tracer takes the topology it is given), runs the
+// target on CPU 0 and an unrelated, frequently switching process on CPU 1,
+// and checks that CPU 1's switches are recorded while (and only because) its
+// declared sibling runs the target.
+func TestRecordSMTSiblings(t *testing.T) {
+	requireRoot(t)
+	if n, _ := ebpfPossibleCPUs(); n < 2 {
+		t.Skip("NOT RUN: needs 2 CPUs")
+	}
+	taskset := lookTool(t, "taskset", "util-linux")
+	dir := t.TempDir()
+	bin := buildWorkload(t, dir)
+	target := exec.Command(taskset, "-c", "0", bin, "--dir", dir)
+	other := exec.Command(taskset, "-c", "1", "sh", "-c", "while :; do sleep 0.002; done")
+	for _, c := range []*exec.Cmd{target, other} {
+		c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
+	}
+	time.Sleep(300 * time.Millisecond)
+	otherCPU1 := func(siblings [][]int) (n int64) {
+		var buf bytes.Buffer
+		_, err := Record(context.Background(), &buf, RecordOptions{Tgids: []int{target.Process.Pid},
+			Duration: time.Second, Siblings: siblings})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := NewReader(bytes.NewReader(buf.Bytes()), "smt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		threads := NewThreads()
+		sched := NewSched(threads)
+		err = ForEach(r, func(ev *Event) error {
+			sched.Add(ev)
+			if ev.Kind != KindSwitch || ev.CPU != 1 {
+				return nil
+			}
+			tg := func(tid int32) int32 {
+				if th := threads.Lookup(tid); th != nil {
+					return th.Tgid
+				}
+				return 0
+			}
+			if tg(ev.Tid) != int32(target.Process.Pid) && tg(ev.PrevTid) != int32(target.Process.Pid) {
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	with := otherCPU1([][]int{{0, 1}, {0, 1}})
+	without := otherCPU1(nil)
+	t.Logf("switches on CPU 1 between non-target tasks: %d with CPU 0 as sibling, %d without", with, without)
+	if with < 50 {
+		t.Errorf("with siblings declared: %d non-target switches on CPU 1, want the sibling's occupancy (≥ 50)", with)
+	}
+	if without != 0 {
+		t.Errorf("without siblings: %d non-target switches recorded, want 0 (filtering)", without)
+	}
+}
+
+func ebpfPossibleCPUs() (int, error) { return ebpf.PossibleCPU() }
