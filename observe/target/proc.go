@@ -1,0 +1,190 @@
+package target
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// procStat is what the target needs from /proc/PID/stat.
+type procStat struct {
+	comm  string
+	state byte
+	ppid  int
+	start uint64 // start time in clock ticks after boot: with the pid, identifies a process
+}
+
+// live reports whether the process still runs threads: a zombie (Z) or dead
+// (X) process has exited and only waits to be reaped.
+func (s procStat) live() bool { return s.state != 'Z' && s.state != 'X' }
+
+// parseStat parses the contents of /proc/PID/stat. The command name is in
+// parentheses and may itself contain spaces and parentheses, so the fields
+// after it are found from the last ')'.
+func parseStat(b []byte) (procStat, error) {
+	open := bytes.IndexByte(b, '(')
+	end := bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return procStat{}, fmt.Errorf("malformed stat line %q", b)
+	}
+	// Fields from 3 (state) on; field N of proc(5) is f[N-3].
+	f := strings.Fields(string(b[end+1:]))
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, fmt.Errorf("malformed stat line %q", b)
+	}
+	ppid, err := strconv.Atoi(f[1])
+	if err != nil {
+		return procStat{}, fmt.Errorf("stat ppid %q: %w", f[1], err)
+	}
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	if err != nil {
+		return procStat{}, fmt.Errorf("stat starttime %q: %w", f[19], err)
+	}
+	return procStat{comm: string(b[open+1 : end]), state: f[0][0], ppid: ppid, start: start}, nil
+}
+
+// readStat reads /proc/PID/stat; a missing process is fs.ErrNotExist.
+func readStat(pid int) (procStat, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		// A process that exits while being read gives ESRCH rather than ENOENT.
+		if errors.Is(err, fs.ErrNotExist) || isESRCH(err) {
+			return procStat{}, fs.ErrNotExist
+		}
+		return procStat{}, err
+	}
+	return parseStat(b)
+}
+
+// tgidOf returns the thread-group id (process id) of a thread id from
+// /proc/TID/status; for a process id it returns the id itself.
+func tgidOf(tid int) (int, error) {
+	f, err := os.Open("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "Tgid:"); ok {
+			return strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no Tgid line", tid)
+}
+
+// scanProcs reads the stat of every process in /proc, keyed by tgid (the
+// numeric entries of /proc are processes; threads are not listed). Processes
+// that exit during the scan are left out.
+func scanProcs() (map[int]procStat, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("list processes: %w", err)
+	}
+	procs := make(map[int]procStat, len(entries))
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 0 {
+			continue
+		}
+		st, err := readStat(pid)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("process %d: %w", pid, err)
+		}
+		procs[pid] = st
+	}
+	return procs, nil
+}
+
+// resolvePid makes a pid target of the process with the given pid (or of
+// the process a thread id belongs to).
+func resolvePid(pid int) (*Target, error) {
+	tgid, err := tgidOf(pid)
+	if errors.Is(err, fs.ErrNotExist) || isESRCH(err) {
+		return nil, newError(ErrNotFound, nil, fmt.Sprintf("no process with pid %d (check the pid, e.g. with ps -p %d)", pid, pid))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	st, err := readStat(tgid)
+	if errors.Is(err, fs.ErrNotExist) || (err == nil && !st.live()) {
+		return nil, newError(ErrNotFound, nil, fmt.Sprintf("no process with pid %d (it exited)", pid))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("pid %d: %w", pid, err)
+	}
+	desc := fmt.Sprintf("pid %d (%s) and its descendants", tgid, st.comm)
+	if tgid != pid {
+		desc = fmt.Sprintf("pid %d (%s, the process of thread %d) and its descendants", tgid, st.comm, pid)
+	}
+	t := &Target{Kind: KindPid, Description: desc, Pid: tgid, tracked: map[int]uint64{tgid: st.start}}
+	tgids, err := t.refreshTree()
+	if err != nil {
+		return nil, err
+	}
+	if len(tgids) == 0 {
+		return nil, newError(ErrNotFound, nil, fmt.Sprintf("no process with pid %d (it exited)", pid))
+	}
+	t.Tgids = tgids
+	return t, nil
+}
+
+// refreshTree recomputes the processes of a pid or command target: those
+// tracked before that still run (same pid and start time), plus all their
+// descendants. t.mu must be held (or t not yet shared).
+func (t *Target) refreshTree() ([]int, error) {
+	procs, err := scanProcs()
+	if err != nil {
+		return nil, fmt.Errorf("refresh %s: %w", t.Description, err)
+	}
+	children := make(map[int][]int, len(procs))
+	for pid, st := range procs {
+		children[st.ppid] = append(children[st.ppid], pid)
+	}
+	found := make(map[int]uint64, len(t.tracked))
+	var queue []int
+	for pid, start := range t.tracked {
+		if st, ok := procs[pid]; ok && st.start == start {
+			found[pid] = start
+			queue = append(queue, pid)
+		}
+	}
+	for len(queue) > 0 {
+		pid := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		for _, c := range children[pid] {
+			if _, seen := found[c]; !seen {
+				found[c] = procs[c].start
+				queue = append(queue, c)
+			}
+		}
+	}
+	t.tracked = found
+	tgids := make([]int, 0, len(found))
+	for pid := range found {
+		// A zombie has exited and only waits to be reaped: it stays
+		// tracked until it is gone but has no threads left to trace.
+		if procs[pid].live() {
+			tgids = append(tgids, pid)
+		}
+	}
+	slices.Sort(tgids)
+	return tgids, nil
+}
+
+// isESRCH reports whether err is "no such process", which reading /proc of a
+// process that is exiting can return.
+func isESRCH(err error) bool { return errors.Is(err, syscall.ESRCH) }
