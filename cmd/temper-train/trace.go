@@ -113,16 +113,22 @@ func printSummary(w io.Writer, path string, s *observe.Summary, top int) error {
 	fmt.Fprintf(w, "threads  %d in %d processes; %d spurious wakings ignored\n",
 		len(s.Threads), s.Processes, s.Sched.SpuriousWakings)
 	if m := s.Sched.MismatchedSwitch; m > 0 {
-		fmt.Fprintf(w, "warning  %d switches out of a task the CPU was not known to run: the recorder missed switch-ins, so Running times near them are uncertain\n", m)
+		fmt.Fprintf(w, "note     %d switches out of a task the CPU was not known to run: the trace is filtered to some tasks (as observe's traces are), or the recorder missed switch-ins; Running times of unfiltered tasks near them are uncertain\n", m)
 	}
-	n := len(s.Threads)
+	fmt.Fprintln(w)
+	return printThreadTable(w, s.Threads, span, top)
+}
+
+// printThreadTable prints the first top threads (all for 0) with their time
+// by state over span.
+func printThreadTable(w io.Writer, threads []observe.ThreadSummary, span int64, top int) error {
+	n := len(threads)
 	if top > 0 && top < n {
 		n = top
 	}
-	fmt.Fprintln(w)
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAlignment(tw.AlignRight))
 	t.Header("TID", "TGID", "COMM", "CPU%", "RUN ms", "R ms", "R+ ms", "S ms", "D ms", "SWITCH-OUTS", "PREEMPTED", "WAKEUPS", "CPUS")
-	for _, th := range s.Threads[:n] {
+	for _, th := range threads[:n] {
 		cpu := 0.0
 		if span > 0 {
 			cpu = 100 * float64(th.Running) / float64(span)
@@ -140,8 +146,8 @@ func printSummary(w io.Writer, path string, s *observe.Summary, top int) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
-	if n < len(s.Threads) {
-		fmt.Fprintf(w, "(%d more threads; --top 0 lists all)\n", len(s.Threads)-n)
+	if n < len(threads) {
+		fmt.Fprintf(w, "(%d more threads; --top 0 lists all)\n", len(threads)-n)
 	}
 	return nil
 }

@@ -1,0 +1,424 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
+
+	"temper.codes/temper-train/internal/atomicfile"
+	"temper.codes/temper-train/observe"
+	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/observe/target"
+)
+
+// observeFlags are observe's command-line settings.
+type observeFlags struct {
+	pid        int
+	cgroup     string
+	pod        string
+	container  string
+	kubeconfig string
+	node       string
+	duration   time.Duration
+	maxEvents  int64
+	maxBytes   string
+	buffer     string
+	out        string
+	agentURL   string
+	attach     string
+	quiet      bool
+	top        int
+}
+
+func newObserveCmd() *cobra.Command {
+	var f observeFlags
+	cmd := &cobra.Command{
+		Use:   "observe (--pid PID | --cgroup PATH | --pod NS/NAME [--container NAME] | -- CMD [ARGS...])",
+		Short: "Trace a live workload's scheduling and snapshot its threads, cgroup and CPU topology",
+		Long: `Trace a live workload with a BPF tracer and write, into --out DIR:
+
+  trace.pftrace   a Perfetto trace (opens in ui.perfetto.dev): every context switch
+                  and wakeup of the target's threads, the tasks they switch with and
+                  wake, and on SMT machines what ran on their sibling hyperthreads
+  snapshot.json   the target's threads (affinity, policy, nice, context-switch
+                  counters at start and end), the CPU topology, the target cgroup's
+                  CPU limits and throttling counters, pod metadata with --pod, and the
+                  node agent's /observe answer with --agent-url
+
+The target is a process and its descendants (--pid), every process of a cgroup
+(--cgroup, v1 or v2), a Kubernetes pod or one of its containers on this node
+(--pod, through the Kubernetes API), or a command started for the purpose
+(after --; it is stopped when tracing ends).
+
+Tracing stops at the first of --duration, --max-events and --max-bytes, when the
+target has exited, or at Ctrl-C; the trace written is always complete and valid
+for what was recorded. Events the kernel could not hand over in time are counted
+per CPU and reported, never dropped silently.
+
+Needs root (or CAP_BPF with CAP_PERFMON) and a kernel with BPF ring buffers (5.8+).`,
+		Example: `  temper-train observe --pid 4242 --duration 30s
+  temper-train observe --pod shop/checkout --container app --out checkout-trace
+  temper-train observe --cgroup /sys/fs/cgroup/unified/system.slice/redis.service
+  temper-train observe --duration 5s -- redis-benchmark -q -n 100000`,
+		RunE: func(cmd *cobra.Command, a []string) error {
+			var command []string
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				if dash > 0 {
+					return usageError{fmt.Errorf("unexpected argument %q before --", a[0])}
+				}
+				command = a
+			} else if len(a) > 0 {
+				return usageError{fmt.Errorf("unexpected argument %q (a command to run goes after --)", a[0])}
+			}
+			return runObserve(cmd, f, command)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.pid, "pid", 0, "trace this process, all its threads and its descendants")
+	fl.StringVar(&f.cgroup, "cgroup", "", "trace every process in this cgroup (absolute path, or relative to a cgroup mount)")
+	fl.StringVar(&f.pod, "pod", "", "trace this Kubernetes pod (NAMESPACE/NAME) running on this node")
+	fl.StringVar(&f.container, "container", "", "with --pod: trace only this container")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --pod (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fl.StringVar(&f.node, "node", "", "this node's Kubernetes name for --pod (default: the host name)")
+	fl.DurationVar(&f.duration, "duration", 10*time.Second, "stop tracing after this long")
+	fl.Int64Var(&f.maxEvents, "max-events", 0, "stop after this many events (0: no bound)")
+	fl.StringVar(&f.maxBytes, "max-bytes", "0", "stop when the trace reaches this size, e.g. 256MiB (0: no bound)")
+	fl.StringVar(&f.buffer, "buffer-size", "16MiB", "kernel ring buffer size (a power of two)")
+	fl.StringVar(&f.out, "out", "", "output directory (default ./observe-<target>-<time>)")
+	fl.StringVar(&f.agentURL, "agent-url", "", "also fetch the node agent's /observe endpoint at this URL into the snapshot")
+	fl.StringVar(&f.attach, "attach", "auto", "how to hook the scheduler tracepoints: auto, tp_btf or raw_tp")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
+	fl.IntVar(&f.top, "top", 15, "threads in the closing summary (0: all)")
+	return cmd
+}
+
+// runObserve resolves the target, snapshots it, traces it and writes both
+// files. Nothing is left in the output directory unless the trace succeeded.
+func runObserve(cmd *cobra.Command, f observeFlags, command []string) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	opts, err := f.recordOptions()
+	if err != nil {
+		return usageError{err}
+	}
+	spec := target.Spec{Pid: f.pid, Cgroup: f.cgroup, Pod: f.pod, Container: f.container,
+		Kubeconfig: f.kubeconfig, NodeName: f.node, Command: command, Stdout: stderr, Stderr: stderr}
+	if f.pid == 0 && f.cgroup == "" && f.pod == "" && len(command) == 0 {
+		return usageError{errors.New("no target: give --pid, --cgroup, --pod, or a command after --")}
+	}
+	if err := observe.CheckTracing(); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() { <-ctx.Done(); stop() }() // a second Ctrl-C kills as usual
+
+	tgt, err := target.Resolve(ctx, spec)
+	if err != nil {
+		if errors.Is(err, target.ErrInvalidSpec) {
+			return usageError{err}
+		}
+		return err
+	}
+	defer tgt.Stop(2 * time.Second)
+
+	dir := f.out
+	if dir == "" {
+		dir = defaultObserveDir(tgt, time.Now())
+	}
+	created, err := makeDir(dir)
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok && created {
+			os.Remove(dir) // only if empty: never delete what was there
+		}
+	}()
+
+	snap, err := snapshot.Begin(ctx, snapshot.Options{Tgids: tgt.Tgids, Cgroup: tgt.Cgroup, Pod: tgt.Pod,
+		AgentURL: f.agentURL, Target: tgt.Description,
+		Trace: snapshot.TraceParams{DurationNs: int64(f.duration), MaxEvents: f.maxEvents, MaxBytes: opts.MaxBytes}})
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	opts.Tgids = tgt.Tgids
+	opts.Refresh = tgt.Refresh
+	opts.StopWhenGone = tgt.Kind == target.KindPid || tgt.Kind == target.KindCommand
+	opts.Siblings = siblings(snap.Topology)
+	prog := newProgressLine(stderr, f.quiet)
+	opts.Progress = prog.update
+	opts.OnAttached = func() { prog.say("tracing %s (%d processes) for up to %s; Ctrl-C stops early", tgt.Description, len(tgt.Tgids), f.duration) }
+
+	tracePath := filepath.Join(dir, "trace.pftrace")
+	var res *observe.RecordResult
+	err = atomicfile.Write(tracePath, 0o644, func(w io.Writer) error {
+		var err error
+		res, err = observe.Record(ctx, w, opts)
+		return err
+	})
+	prog.done()
+	if err != nil {
+		return err
+	}
+	// The end half of the snapshot is read before a started command is
+	// stopped, so its threads' counters cover the whole trace.
+	endCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := snap.End(endCtx); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	var exit *os.ProcessState
+	if tgt.Kind == target.KindCommand {
+		if exit, err = tgt.Stop(2 * time.Second); err != nil {
+			fmt.Fprintf(stderr, "warning: stopping %s: %v\n", tgt.Description, err)
+		}
+	}
+	snap.Trace.Attach = res.Attach
+	snap.Trace.Params = map[string]string{"stop_reason": res.StopReason, "clock": "CLOCK_BOOTTIME",
+		"trace_start_ns": strconv.FormatInt(res.Start, 10), "trace_end_ns": strconv.FormatInt(res.End, 10)}
+	snap.Events = snapshot.EventCounts{Total: res.Events, LostPerCPU: make([]int64, len(res.Lost))}
+	for i, n := range res.Lost {
+		snap.Events.LostPerCPU[i] = int64(n)
+	}
+	snap.Warnings = append(snap.Warnings, res.Warnings...)
+	if err := snap.WriteFile(filepath.Join(dir, "snapshot.json")); err != nil {
+		os.Remove(tracePath)
+		return err
+	}
+	ok = true
+	return printObserveSummary(stdout, dir, tgt, res, snap, exit, f.top)
+}
+
+// recordOptions checks the bounds and sizes given on the command line.
+func (f observeFlags) recordOptions() (observe.RecordOptions, error) {
+	var o observe.RecordOptions
+	if f.duration <= 0 {
+		return o, fmt.Errorf("--duration must be positive, got %s", f.duration)
+	}
+	if f.maxEvents < 0 {
+		return o, fmt.Errorf("--max-events must be ≥ 0, got %d", f.maxEvents)
+	}
+	if f.top < 0 {
+		return o, fmt.Errorf("--top must be ≥ 0, got %d", f.top)
+	}
+	maxBytes, err := parseSize(f.maxBytes)
+	if err != nil {
+		return o, fmt.Errorf("--max-bytes: %w", err)
+	}
+	buf, err := parseSize(f.buffer)
+	if err != nil {
+		return o, fmt.Errorf("--buffer-size: %w", err)
+	}
+	if buf < int64(os.Getpagesize()) || buf&(buf-1) != 0 || buf > 1<<30 {
+		return o, fmt.Errorf("--buffer-size %s: want a power of two between %d bytes and 1GiB", f.buffer, os.Getpagesize())
+	}
+	attach := map[string]string{"auto": observe.AttachAuto, "tp_btf": observe.AttachBTF, "raw_tp": observe.AttachRawTP}
+	mode, ok := attach[f.attach]
+	if !ok {
+		return o, fmt.Errorf("--attach %q: want auto, tp_btf or raw_tp", f.attach)
+	}
+	return observe.RecordOptions{Duration: f.duration, MaxEvents: f.maxEvents, MaxBytes: maxBytes,
+		BufferBytes: int(buf), Attach: mode}, nil
+}
+
+var sizeRE = regexp.MustCompile(`^(\d+)\s*([KMGT]i?B?|B)?$`)
+
+// parseSize reads a byte count such as 4096, 64KiB, 16MiB, 1G (powers of 1024).
+func parseSize(s string) (int64, error) {
+	m := sizeRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("%q is not a size (e.g. 4096, 64KiB, 16MiB, 1GiB)", s)
+	}
+	n, err := strconv.ParseInt(m[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q: %w", s, err)
+	}
+	shift := map[byte]uint{'K': 10, 'M': 20, 'G': 30, 'T': 40}
+	if m[2] != "" && m[2] != "B" {
+		sh := shift[m[2][0]]
+		if n > (1<<62)>>sh {
+			return 0, fmt.Errorf("%q is too large", s)
+		}
+		n <<= sh
+	}
+	return n, nil
+}
+
+// defaultObserveDir names the output after the target and the start time.
+func defaultObserveDir(t *target.Target, now time.Time) string {
+	var name string
+	switch t.Kind {
+	case target.KindPid:
+		name = fmt.Sprintf("pid%d", t.Pid)
+	case target.KindCommand:
+		name = filepath.Base(t.Cmd.Path)
+	case target.KindPod:
+		name = t.Pod.Namespace + "-" + t.Pod.Name
+	default:
+		name = filepath.Base(t.Cgroup)
+	}
+	name = strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, name)
+	return fmt.Sprintf("observe-%s-%s", name, now.Format("20060102-150405"))
+}
+
+// makeDir creates dir if needed and says whether it did.
+func makeDir(dir string) (bool, error) {
+	fi, err := os.Stat(dir)
+	switch {
+	case err == nil && fi.IsDir():
+		return false, nil
+	case err == nil:
+		return false, fmt.Errorf("--out %s: exists and is not a directory", dir)
+	case !errors.Is(err, os.ErrNotExist):
+		return false, fmt.Errorf("--out %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, fmt.Errorf("--out %s: %w", dir, err)
+	}
+	return true, nil
+}
+
+// siblings turns the topology into the tracer's per-CPU sibling lists.
+func siblings(t *snapshot.Topology) [][]int {
+	if t == nil {
+		return nil
+	}
+	var out [][]int
+	for _, c := range t.CPUs {
+		for len(out) <= c.ID {
+			out = append(out, nil)
+		}
+		out[c.ID] = c.Siblings
+	}
+	return out
+}
+
+// progressLine shows the recording's progress on stderr: rewritten in place
+// on a terminal, a line every 5 s otherwise.
+type progressLine struct {
+	w        io.Writer
+	quiet    bool
+	tty      bool
+	lastLine time.Time
+	drawn    bool
+}
+
+func newProgressLine(w io.Writer, quiet bool) *progressLine {
+	p := &progressLine{w: w, quiet: quiet}
+	if f, ok := w.(*os.File); ok {
+		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+		p.tty = err == nil
+	}
+	return p
+}
+
+func (p *progressLine) say(format string, a ...any) {
+	if p.quiet {
+		return
+	}
+	fmt.Fprintf(p.w, format+"\n", a...)
+}
+
+func (p *progressLine) update(r observe.RecordProgress) {
+	if p.quiet {
+		return
+	}
+	line := fmt.Sprintf("%5.1fs/%s  %d events  %.0f events/s  %d lost  %s",
+		r.Elapsed.Seconds(), r.Duration, r.Events, r.Rate, r.Lost, humanBytes(r.Bytes))
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
+		p.drawn = true
+		return
+	}
+	if time.Since(p.lastLine) >= 5*time.Second {
+		fmt.Fprintln(p.w, line)
+		p.lastLine = time.Now()
+	}
+}
+
+func (p *progressLine) done() {
+	if p.drawn {
+		fmt.Fprintln(p.w)
+		p.drawn = false
+	}
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// printObserveSummary prints one screen about the recording: where it went,
+// why it stopped, what was lost, and the target's busiest threads.
+func printObserveSummary(w io.Writer, dir string, tgt *target.Target, res *observe.RecordResult,
+	snap *snapshot.Snapshot, exit *os.ProcessState, top int) error {
+	span := res.End - res.Start
+	fmt.Fprintf(w, "target    %s\n", tgt.Description)
+	if exit != nil {
+		fmt.Fprintf(w, "command   %s\n", exit)
+	}
+	fmt.Fprintf(w, "stopped   after %.2f s: %s\n", float64(span)/1e9, res.StopReason)
+	fmt.Fprintf(w, "events    %d (%.0f/s) via %s, %s on disk (%.1f bytes/event)\n", res.Events,
+		float64(res.Events)/max(float64(span)/1e9, 1e-9), res.Attach, humanBytes(res.Bytes),
+		float64(res.Bytes)/float64(max(res.Events, 1)))
+	if lost := res.TotalLost(); lost > 0 {
+		fmt.Fprintf(w, "LOST      %d events (per CPU %v): the kernel's ring buffer was full; states near the gaps are uncertain (try --buffer-size 64MiB)\n", lost, res.Lost)
+	} else {
+		fmt.Fprintln(w, "lost      none")
+	}
+	if res.Discarded > 0 {
+		fmt.Fprintf(w, "discarded %d events that arrived after the bound was reached\n", res.Discarded)
+	}
+	for _, msg := range snap.Warnings {
+		fmt.Fprintf(w, "warning   %s\n", msg)
+	}
+	fmt.Fprintf(w, "wrote     %s\n          %s\n", filepath.Join(dir, "trace.pftrace"), filepath.Join(dir, "snapshot.json"))
+
+	r, err := observe.Open(filepath.Join(dir, "trace.pftrace"))
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	sum, err := observe.Summarize(r)
+	if err != nil {
+		return fmt.Errorf("read back %s: %w", filepath.Join(dir, "trace.pftrace"), err)
+	}
+	traced := map[int32]bool{}
+	for _, g := range res.Targets {
+		traced[int32(g)] = true
+	}
+	var threads []observe.ThreadSummary
+	for _, th := range sum.Threads {
+		if traced[th.Tgid] {
+			threads = append(threads, th)
+		}
+	}
+	fmt.Fprintf(w, "\n%d threads of the target (CPU%% of %.2f s):\n", len(threads), float64(span)/1e9)
+	return printThreadTable(w, threads, span, top)
+}

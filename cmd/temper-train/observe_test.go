@@ -1,0 +1,224 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"temper.codes/temper-train/observe"
+	"temper.codes/temper-train/observe/snapshot"
+)
+
+// needTracing skips (loudly) where BPF cannot be loaded; CI runs as root.
+func needTracing(t *testing.T) {
+	t.Helper()
+	if err := observe.CheckTracing(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must be able to trace: %v", err)
+		}
+		t.Skipf("NOT RUN: %s needs to load BPF: %v", t.Name(), err)
+	}
+}
+
+// buildWorkload compiles testdata/workload (13 named threads).
+func buildWorkload(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "workload")
+	out, err := exec.Command("gcc", "-O2", "-pthread", "-o", bin, "../../testdata/workload/workload.c").CombinedOutput()
+	if err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	return bin
+}
+
+var workloadThreads = []string{"wl-main", "wl-acceptor", "wl-worker-0", "wl-worker-1", "wl-worker-2", "wl-worker-3",
+	"wl-logger", "wl-syncer", "wl-compute-0", "wl-compute-1", "wl-timer", "wl-idle-0", "wl-idle-1"}
+
+// TestObserveCommand runs `observe -- workload` end to end and checks both
+// output files and the closing summary.
+func TestObserveCommand(t *testing.T) {
+	needTracing(t)
+	bin := buildWorkload(t)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := runCLI("observe", "--duration", "1500ms", "--out", out, "--", bin, "--dir", t.TempDir())
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+	}
+	t.Logf("stdout:\n%s", stdout)
+	for _, want := range []string{"stopped   after", ": duration", "lost      none", "13 threads of the target", "wl-compute-0"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q", want)
+		}
+	}
+	snap, err := snapshot.Load(filepath.Join(out, "snapshot.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, th := range snap.Threads {
+		got[th.Comm] = true
+		// The command starts just before the snapshot's first half: its
+		// threads are (usually) created during the trace; the process's
+		// first thread is there at the beginning.
+		if th.End == nil || (th.Tid == th.Tgid && th.Begin == nil) {
+			t.Errorf("thread %d (%s): begin %v, end %v", th.Tid, th.Comm, th.Begin != nil, th.End != nil)
+		}
+	}
+	for _, name := range workloadThreads {
+		if !got[name] {
+			t.Errorf("snapshot lacks thread %s", name)
+		}
+	}
+	if snap.Events.Total == 0 || snap.Events.Lost() != 0 || snap.Trace.Attach == "" {
+		t.Errorf("snapshot events %+v, attach %q", snap.Events, snap.Trace.Attach)
+	}
+	r, err := observe.Open(filepath.Join(out, "trace.pftrace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	sum, err := observe.Summarize(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, th := range sum.Threads {
+		names[th.Name] = true
+	}
+	for _, name := range workloadThreads {
+		if !names[name] {
+			t.Errorf("trace lacks thread %s", name)
+		}
+	}
+}
+
+// TestObserveBounds checks --max-events stops the trace at exactly that
+// many events and says why.
+func TestObserveBounds(t *testing.T) {
+	needTracing(t)
+	bin := buildWorkload(t)
+	out := filepath.Join(t.TempDir(), "out")
+	code, stdout, stderr := runCLI("observe", "-q", "--max-events", "500", "--out", out, "--", bin, "--dir", t.TempDir())
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stdout, ": max-events") || !strings.Contains(stdout, "events    500 ") {
+		t.Errorf("summary does not show the max-events stop at 500:\n%s", stdout)
+	}
+	snap, err := snapshot.Load(filepath.Join(out, "snapshot.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Events.Total != 500 {
+		t.Errorf("snapshot says %d events, want 500", snap.Events.Total)
+	}
+}
+
+// TestObserveInterrupt sends SIGINT to a running observe: it must stop,
+// exit 0 and leave a complete trace and snapshot.
+func TestObserveInterrupt(t *testing.T) {
+	needTracing(t)
+	wl := buildWorkload(t)
+	tt := filepath.Join(t.TempDir(), "temper-train")
+	if out, err := exec.Command("go", "build", "-o", tt, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(tt, "observe", "--duration", "1m", "--out", out, "--", wl, "--dir", dir)
+	stderr, _ := cmd.StderrPipe()
+	var stdout strings.Builder
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "tracing ") {
+			break
+		}
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	time.Sleep(700 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("observe after SIGINT: %v\n%s", err, stdout.String())
+	}
+	if !strings.Contains(stdout.String(), ": interrupted") {
+		t.Errorf("summary does not say interrupted:\n%s", stdout.String())
+	}
+	r, err := observe.Open(filepath.Join(out, "trace.pftrace"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if sum, err := observe.Summarize(r); err != nil || len(sum.Threads) < len(workloadThreads) {
+		t.Errorf("trace after SIGINT: err %v", err)
+	}
+	if _, err := snapshot.Load(filepath.Join(out, "snapshot.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestObserveBadInput: usage errors exit 2, failures exit 1 with one line,
+// and neither leaves an output directory behind.
+func TestObserveBadInput(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	out := filepath.Join(dir, "out")
+	cases := []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"observe"}, exitUsage, "no target"},
+		{[]string{"observe", "--pid", "1", "--cgroup", "/x"}, exitUsage, "more than one target"},
+		{[]string{"observe", "--pid", "1", "--max-bytes", "lots"}, exitUsage, "--max-bytes"},
+		{[]string{"observe", "--pid", "1", "--buffer-size", "3000"}, exitUsage, "power of two"},
+		{[]string{"observe", "--pid", "1", "--attach", "kprobe"}, exitUsage, "--attach"},
+		{[]string{"observe", "--pid", "1", "--duration", "0s"}, exitUsage, "--duration"},
+		{[]string{"observe", "stray"}, exitUsage, "after --"},
+		{[]string{"observe", "--container", "c", "--pid", "1"}, exitUsage, "container"},
+	}
+	if observe.CheckTracing() == nil {
+		cases = append(cases,
+			struct {
+				args []string
+				code int
+				err  string
+			}{[]string{"observe", "--pid", "999999999", "--out", out}, exitFailure, "999999999"},
+			struct {
+				args []string
+				code int
+				err  string
+			}{[]string{"observe", "--pid", "1", "--out", file}, exitFailure, "not a directory"},
+			struct {
+				args []string
+				code int
+				err  string
+			}{[]string{"observe", "--out", out, "--", filepath.Join(dir, "no-such-program")}, exitFailure, "no-such-program"},
+		)
+	}
+	for _, c := range cases {
+		code, _, stderr := runCLI(c.args...)
+		if code != c.code || !strings.Contains(stderr, c.err) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, stderr, c.code, c.err)
+		}
+		if c.code == exitFailure && strings.Count(strings.TrimSpace(stderr), "\n") > 0 {
+			t.Errorf("%v: error is not one line: %q", c.args, stderr)
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a failed observe left %s behind", out)
+	}
+}
