@@ -1,6 +1,7 @@
 # temper-train — build, test, benchmark.
 #
-#   make demo       set up what is missing, build, and run on the built-in example trace
+#   make demo       set up what is missing, build, trace the built-in demo workload
+#                   and show what was recorded (root: the tracer loads BPF)
 #   make test       vet + all tests (BPF/tracefs tests need root) + a short fuzz run
 #   make fuzz       longer fuzz runs (FUZZTIME per target, default 2m)
 #   make bench      decode benchmarks with ratios against their targets
@@ -26,10 +27,13 @@ build:
 setup:
 	scripts/setup.sh
 
+DEMO := bin/demo
+
 demo: setup build
-	$(BIN) trace summary --top 15 $(EXAMPLE)
-	$(BIN) trace convert $(EXAMPLE) bin/example.pftrace
-	@echo "bin/example.pftrace opens in https://ui.perfetto.dev"
+	@[ "$$(id -u)" -eq 0 ] || { echo "make demo traces with BPF and needs root: sudo make demo" >&2; exit 1; }
+	gcc -O2 -Wall -pthread -o bin/workload testdata/workload/workload.c
+	$(BIN) observe --duration 5s --out $(DEMO) -- bin/workload --dir bin
+	@echo "$(DEMO)/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/snapshot.json holds the snapshot"
 
 test:
 	$(GO) vet ./...
