@@ -19,7 +19,6 @@
 #define TT_MAX_CPUS 4096
 #define TT_MAX_SIBLINGS 7
 #define TT_NO_CPU 0xffffffffu
-#define TT_WAKEUP_BYTES (256 << 10)
 
 #define TT_TASK_IDLE 0x402        /* TASK_UNINTERRUPTIBLE | TASK_NOLOAD */
 #define TT_TASK_RTLOCK_WAIT 0x1000

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/cilium/ebpf/rlimit"
@@ -137,8 +138,25 @@ func CheckTracing() error {
 		return fmt.Errorf("uname: %w", err)
 	}
 	release := unix.ByteSliceToString(uts.Release[:])
-	if maj, min, ok := kernelVersion(release); ok && (maj < 5 || maj == 5 && min < 8) {
+	if major, minor, ok := kernelVersion(release); ok && (major < 5 || major == 5 && minor < 8) {
 		return fmt.Errorf("%w: kernel %s is older than 5.8 (BPF ring buffer, boot-time clock): observe a newer node", ErrNoKernelBPF, release)
+	}
+	if _, err := btf.LoadKernelSpec(); err != nil {
+		return fmt.Errorf("%w: no kernel BTF (%v): the tracer relocates against /sys/kernel/btf/vmlinux; use a kernel built with CONFIG_DEBUG_INFO_BTF=y", ErrNoKernelBPF, err)
+	}
+	for _, probe := range []struct {
+		what string
+		err  error
+	}{
+		{"BPF ring buffer maps", features.HaveMapType(ebpf.RingBuf)},
+		{"raw tracepoint programs", features.HaveProgramType(ebpf.RawTracepoint)},
+	} {
+		if probe.err != nil {
+			if errors.Is(probe.err, ebpf.ErrNotSupported) {
+				return fmt.Errorf("%w: %s not supported by kernel %s", ErrNoKernelBPF, probe.what, release)
+			}
+			return fmt.Errorf("probe %s: %w", probe.what, probe.err)
+		}
 	}
 	return nil
 }
@@ -281,9 +299,9 @@ func loadMode(mode string, opts RecordOptions, ncpu int) (*tracer, error) {
 			delete(spec.Programs, name)
 		}
 	}
-	maj, min, _ := kernelVersion(hostTraceInfo().KernelRelease)
+	major, minor, _ := kernelVersion(hostTraceInfo().KernelRelease)
 	for name, v := range map[string]bool{
-		"prev_state_arg": maj > 5 || maj == 5 && min >= 18,
+		"prev_state_arg": major > 5 || major == 5 && minor >= 18,
 		"follow_forks":   !opts.NoFollowForks,
 		"trace_all":      opts.TraceAll,
 	} {
@@ -302,6 +320,9 @@ func loadMode(mode string, opts RecordOptions, ncpu int) (*tracer, error) {
 		return nil, fmt.Errorf("ring buffer size %d: want a power of two of at least %d", size, os.Getpagesize())
 	}
 	spec.Maps["events"].MaxEntries = uint32(size)
+	if err := spec.Variables["wakeup_bytes"].Set(uint64(min(256<<10, size/4))); err != nil {
+		return nil, fmt.Errorf("set wakeup_bytes: %w", err)
+	}
 	spec.Maps["cpus"].MaxEntries = uint32(ncpu)
 
 	coll, err := ebpf.NewCollection(spec)

@@ -240,3 +240,65 @@ func TestRecordSMTSiblings(t *testing.T) {
 }
 
 func ebpfPossibleCPUs() (int, error) { return ebpf.PossibleCPU() }
+
+// TestRecordLoss overflows a one-page ring buffer: the loss must be counted
+// per CPU, flagged in the trace, and the trace must still read cleanly.
+func TestRecordLoss(t *testing.T) {
+	requireRoot(t)
+	dir := t.TempDir()
+	bin := buildWorkload(t, dir)
+	wl := exec.Command(bin, "--dir", dir, "--rate", "5000")
+	wl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := wl.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wl.Process.Kill(); wl.Wait() })
+	var buf bytes.Buffer
+	res, err := Record(context.Background(), &buf, RecordOptions{TraceAll: true, Duration: time.Second,
+		BufferBytes: os.Getpagesize()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("events %d, emitted %v, lost %v", res.Events, res.Emitted, res.Lost)
+	if res.TotalLost() == 0 {
+		t.Fatal("a one-page ring buffer lost nothing; the test load is too light to test loss accounting")
+	}
+	var emitted uint64
+	for _, n := range res.Emitted {
+		emitted += n
+	}
+	if int64(emitted) != res.Events+res.Discarded {
+		t.Errorf("kernel emitted %d events, user space wrote %d and discarded %d", emitted, res.Events, res.Discarded)
+	}
+	r, err := NewReader(bytes.NewReader(buf.Bytes()), "loss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ForEach(r, func(*Event) error { return nil }); err != nil {
+		t.Fatalf("trace with losses does not read: %v", err)
+	}
+	st := r.Stats()
+	_, gaps := st.TotalLost()
+	if gaps == 0 {
+		t.Errorf("the trace carries no lost_events flag although %d events were lost", res.TotalLost())
+	}
+}
+
+// TestRecordMaxBytes stops at the --max-bytes bound.
+func TestRecordMaxBytes(t *testing.T) {
+	requireRoot(t)
+	var buf bytes.Buffer
+	const limit = 64 << 10
+	res, err := Record(context.Background(), &buf, RecordOptions{TraceAll: true, Duration: 30 * time.Second, MaxBytes: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stop %s after %d events, %d bytes", res.StopReason, res.Events, res.Bytes)
+	if res.StopReason != StopMaxBytes {
+		t.Errorf("stop reason %q, want %q", res.StopReason, StopMaxBytes)
+	}
+	// The bound is checked every 1024 events: overshoot by at most that.
+	if res.Bytes < limit || res.Bytes > limit+1024*100 {
+		t.Errorf("trace is %d bytes, want about %d", res.Bytes, limit)
+	}
+}

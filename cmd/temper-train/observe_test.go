@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -124,10 +125,7 @@ func TestObserveBounds(t *testing.T) {
 func TestObserveInterrupt(t *testing.T) {
 	needTracing(t)
 	wl := buildWorkload(t)
-	tt := filepath.Join(t.TempDir(), "temper-train")
-	if out, err := exec.Command("go", "build", "-o", tt, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	tt := buildCLI(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "out")
 	cmd := exec.Command(tt, "observe", "--duration", "1m", "--out", out, "--", wl, "--dir", dir)
@@ -220,5 +218,51 @@ func TestObserveBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Errorf("a failed observe left %s behind", out)
+	}
+}
+
+// buildCLI builds the temper-train binary for tests that run it as a process.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	tt := filepath.Join(t.TempDir(), "temper-train")
+	if out, err := exec.Command("go", "build", "-o", tt, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return tt
+}
+
+// TestObserveWithoutPrivileges runs observe as an unprivileged user: a
+// one-line error that says what to do, exit 1, nothing written.
+func TestObserveWithoutPrivileges(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("NOT RUN: needs root to switch to an unprivileged user")
+	}
+	tt := buildCLI(t)
+	// t.TempDir's parent is private to root: use a world-readable directory.
+	dir, err := os.MkdirTemp("", "observe-unprivileged-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	bin := filepath.Join(dir, "temper-train")
+	if b, err := os.ReadFile(tt); err != nil || os.WriteFile(bin, b, 0o755) != nil {
+		t.Fatalf("copy binary: %v", err)
+	}
+	tt = bin
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(tt, "observe", "--pid", "1", "--out", out)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	b, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitFailure {
+		t.Fatalf("exit %v, want %d; output %q", err, exitFailure, b)
+	}
+	msg := strings.TrimSpace(string(b))
+	if strings.Count(msg, "\n") != 0 || !strings.Contains(msg, "root") || !strings.Contains(msg, "CAP_BPF") {
+		t.Errorf("error %q: want one line naming root and CAP_BPF", msg)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("%s created although observe could not trace", out)
 	}
 }
