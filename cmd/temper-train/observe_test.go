@@ -2,7 +2,12 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,12 +104,18 @@ func TestObserveCommand(t *testing.T) {
 }
 
 // TestObserveBounds checks --max-events stops the trace at exactly that
-// many events and says why.
+// many events and says why, and that --agent-url embeds the agent's answer.
 func TestObserveBounds(t *testing.T) {
 	needTracing(t)
 	bin := buildWorkload(t)
+	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"profile":"none","node":"test"}`)
+	}))
+	defer agent.Close()
 	out := filepath.Join(t.TempDir(), "out")
-	code, stdout, stderr := runCLI("observe", "-q", "--max-events", "500", "--out", out, "--", bin, "--dir", t.TempDir())
+	code, stdout, stderr := runCLI("observe", "-q", "--max-events", "500", "--agent-url", agent.URL+"/observe",
+		"--out", out, "--", bin, "--dir", t.TempDir())
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -117,6 +128,14 @@ func TestObserveBounds(t *testing.T) {
 	}
 	if snap.Events.Total != 500 {
 		t.Errorf("snapshot says %d events, want 500", snap.Events.Total)
+	}
+	var body bytes.Buffer
+	if snap.Agent != nil && snap.Agent.Begin != nil {
+		json.Compact(&body, snap.Agent.Begin.Body)
+	}
+	if snap.Agent == nil || !snap.Agent.Begin.OK() || !snap.Agent.End.OK() ||
+		body.String() != `{"profile":"none","node":"test"}` {
+		t.Errorf("agent answer not embedded: begin %+v end %+v", snap.Agent.Begin, snap.Agent.End)
 	}
 }
 
