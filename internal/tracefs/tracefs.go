@@ -30,6 +30,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+
+	"temper.codes/temper-train/internal/mountinfo"
 )
 
 // DefaultRoot is where tracefs is mounted on current systems and where Start
@@ -382,7 +384,7 @@ func parseLost(b []byte) (int64, error) {
 // findOrMount returns the mount point of tracefs, mounting it at DefaultRoot
 // when it is not mounted anywhere.
 func findOrMount() (string, error) {
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := mountinfo.Read()
 	if err != nil {
 		return "", fmt.Errorf("tracefs: find mount: %w", err)
 	}
@@ -409,42 +411,15 @@ func findOrMount() (string, error) {
 	return DefaultRoot, nil
 }
 
-// tracefsMounts lists the mount points of tracefs in /proc/self/mountinfo
-// text: "id parent maj:min root mountpoint opts [optional...] - fstype src superopts".
-func tracefsMounts(mountinfo []byte) []string {
+// tracefsMounts lists the mount points of tracefs in a mount table.
+func tracefsMounts(mounts []mountinfo.Mount) []string {
 	var out []string
-	for line := range strings.SplitSeq(string(mountinfo), "\n") {
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
+	for _, m := range mounts {
+		if m.FSType == "tracefs" {
+			out = append(out, m.MountPoint)
 		}
-		fstype, _, _ := strings.Cut(post, " ")
-		f := strings.Fields(pre)
-		if fstype != "tracefs" || len(f) < 5 {
-			continue
-		}
-		out = append(out, unescapeMount(f[4]))
 	}
 	return out
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space, ...).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // removeStale removes instances this package created in processes that no

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"temper.codes/temper-train/internal/mountinfo"
 )
 
 // Accepted and ignored, so that the documented command
@@ -74,7 +76,11 @@ func TestTracefsMounts(t *testing.T) {
 40 31 0:12 / /sys/kernel/debug/tracing rw,relatime - tracefs tracefs rw
 41 22 0:13 / /mnt/trace\040fs rw - tracefs nodev rw
 `
-	got := tracefsMounts([]byte(info))
+	mounts, err := mountinfo.Parse(strings.NewReader(info))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := tracefsMounts(mounts)
 	want := []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing", "/mnt/trace fs"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("got %q, want %q", got, want)

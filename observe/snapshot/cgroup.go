@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"temper.codes/temper-train/internal/mountinfo"
 )
 
 // CgroupRecord is one cgroup of the target, read at the beginning and at the
@@ -390,34 +392,19 @@ type cgroupMount struct {
 // cgroupMounts are the cgroup hierarchies visible to this process.
 type cgroupMounts []cgroupMount
 
-// parseMountinfo extracts the cgroup mounts from /proc/self/mountinfo. Its
-// lines are "id parent maj:min root mountpoint options [optional...] - fstype
-// source superoptions", with spaces in paths escaped as \040.
-func parseMountinfo(r io.Reader) (cgroupMounts, error) {
+// newCgroupMounts picks the cgroup hierarchies out of a mount table.
+func newCgroupMounts(all []mountinfo.Mount) cgroupMounts {
 	var out cgroupMounts
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		pre, post, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
-		}
-		pf, qf := strings.Fields(pre), strings.Fields(post)
-		if len(pf) < 5 || len(qf) < 1 {
-			return nil, fmt.Errorf("mountinfo line %q: too few fields", line)
-		}
-		m := cgroupMount{Root: unescapeMount(pf[3]), Dir: unescapeMount(pf[4])}
-		switch qf[0] {
+	for _, mi := range all {
+		m := cgroupMount{Root: mi.Root, Dir: mi.MountPoint}
+		switch mi.FSType {
 		case "cgroup2":
 			m.Version = 2
 		case "cgroup":
 			m.Version = 1
-			if len(qf) >= 3 {
-				for o := range strings.SplitSeq(qf[2], ",") {
-					if o != "rw" && o != "ro" && !strings.Contains(o, "=") {
-						m.Controllers = append(m.Controllers, o)
-					}
+			for _, o := range mi.SuperOptions {
+				if o != "rw" && o != "ro" && !strings.Contains(o, "=") {
+					m.Controllers = append(m.Controllers, o)
 				}
 			}
 		default:
@@ -425,29 +412,7 @@ func parseMountinfo(r io.Reader) (cgroupMounts, error) {
 		}
 		out = append(out, m)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for space, etc.).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return out
 }
 
 // v2 returns the cgroup2 mount, if any.

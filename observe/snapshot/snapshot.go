@@ -40,6 +40,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"temper.codes/temper-train/internal/atomicfile"
+	"temper.codes/temper-train/internal/mountinfo"
 )
 
 // Schema identifies the JSON layout this package writes and reads.
@@ -282,14 +283,11 @@ func Begin(ctx context.Context, opts Options) (*Snapshot, error) {
 
 // beginCgroups finds and reads the target's cgroups.
 func (s *Snapshot) beginCgroups(cgroup string, firstTgid int) error {
-	mi, err := os.ReadFile("/proc/self/mountinfo")
+	all, err := mountinfo.Read()
 	if err != nil {
 		return fmt.Errorf("read /proc/self/mountinfo: %w", err)
 	}
-	mounts, err := parseMountinfo(bytes.NewReader(mi))
-	if err != nil {
-		return fmt.Errorf("read /proc/self/mountinfo: %w", err)
-	}
+	mounts := newCgroupMounts(all)
 	if cgroup != "" {
 		rec, err := mounts.resolveCgroupOption(cgroup)
 		if err != nil {

@@ -1,10 +1,8 @@
 package target
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"temper.codes/temper-train/internal/mountinfo"
 )
 
 // Filesystem magic numbers (linux/magic.h) telling cgroup v1 and v2 apart.
@@ -30,62 +30,19 @@ type cgroupMount struct {
 // has reports whether a v1 mount carries the controller or name option opt.
 func (m cgroupMount) has(opt string) bool { return slices.Contains(m.Options, opt) }
 
-// parseMountinfo returns the cgroup and cgroup2 mounts listed in a
-// /proc/PID/mountinfo file, in file order. See proc_pid_mountinfo(5): fields
-// are ID, parent ID, major:minor, root, mount point, mount options, optional
-// fields, "-", filesystem type, source, super options.
-func parseMountinfo(r io.Reader) ([]cgroupMount, error) {
+// cgroupMounts picks the cgroup and cgroup2 mounts out of a mount table, in
+// its order.
+func cgroupMounts(all []mountinfo.Mount) []cgroupMount {
 	var mounts []cgroupMount
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		sep := slices.Index(f, "-")
-		if sep < 6 || len(f) < sep+4 {
-			if len(f) == 0 {
-				continue
-			}
-			return nil, fmt.Errorf("malformed mountinfo line %q", sc.Text())
-		}
-		var version int
-		switch f[sep+1] {
+	for _, m := range all {
+		switch m.FSType {
 		case "cgroup":
-			version = 1
+			mounts = append(mounts, cgroupMount{Dir: m.MountPoint, Version: 1, Options: m.SuperOptions})
 		case "cgroup2":
-			version = 2
-		default:
-			continue
+			mounts = append(mounts, cgroupMount{Dir: m.MountPoint, Version: 2})
 		}
-		m := cgroupMount{Dir: unescapeMountPath(f[4]), Version: version}
-		if version == 1 {
-			m.Options = strings.Split(f[sep+3], ",")
-		}
-		mounts = append(mounts, m)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read mountinfo: %w", err)
-	}
-	return mounts, nil
-}
-
-// unescapeMountPath undoes the octal escapes (\040 for a space, \011, \012,
-// \134) the kernel writes in mountinfo paths.
-func unescapeMountPath(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return mounts
 }
 
 // defaultCgroupRoots orders the hierarchies in which cgroups are looked up:
@@ -120,16 +77,11 @@ func cgroupRoots(given []string) ([]string, error) {
 	if len(given) > 0 {
 		return given, nil
 	}
-	f, err := os.Open("/proc/self/mountinfo")
+	all, err := mountinfo.Read()
 	if err != nil {
 		return nil, fmt.Errorf("find cgroup mounts: %w", err)
 	}
-	defer f.Close()
-	mounts, err := parseMountinfo(f)
-	if err != nil {
-		return nil, fmt.Errorf("find cgroup mounts: %w", err)
-	}
-	roots := defaultCgroupRoots(mounts)
+	roots := defaultCgroupRoots(cgroupMounts(all))
 	if len(roots) == 0 {
 		return nil, newError(ErrNotFound, nil, "no cgroup filesystem is mounted (/proc/self/mountinfo lists no cgroup or cgroup2 mount)")
 	}

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"temper.codes/temper-train/internal/mountinfo"
 )
 
 // cgroupTestRoots are test-owned directories inside the machine's real
@@ -33,18 +35,13 @@ func newCgroupTestRoots(t *testing.T) cgroupTestRoots {
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED: creating cgroups and moving processes into them needs root")
 	}
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	mounts, err := parseMountinfo(f)
+	all, err := mountinfo.Read()
 	if err != nil {
 		t.Fatal(err)
 	}
 	name := "temper-target-test-" + randomHex(6)
 	var r cgroupTestRoots
-	for _, m := range mounts {
+	for _, m := range cgroupMounts(all) {
 		switch {
 		case m.Version == 2 && r.v2 == "":
 			r.v2 = filepath.Join(m.Dir, name)
