@@ -38,14 +38,13 @@ demo: setup build
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
-	$(GO) test -run '^$$' -fuzz '^FuzzPerfettoReader$$' -fuzztime $(SHORTFUZZ) ./observe
-	$(GO) test -run '^$$' -fuzz '^FuzzTextReader$$' -fuzztime $(SHORTFUZZ) ./observe
+	FUZZTIME=$(SHORTFUZZ) GO=$(GO) scripts/fuzz.sh
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzPerfettoReader$$' -fuzztime $(FUZZTIME) ./observe
-	$(GO) test -run '^$$' -fuzz '^FuzzTextReader$$' -fuzztime $(FUZZTIME) ./observe
+	FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh
 
 bench:
+	@$(MAKE) --no-print-directory build
 	scripts/bench.sh
 
 generate:
