@@ -1,0 +1,258 @@
+package analyze
+
+import (
+	"temper.codes/temper-train/observe"
+)
+
+// threadAcc accumulates one thread's (one UTID's) behaviour as the trace
+// streams by. Its size depends on the range of values seen, never on the
+// number of events: two sketches, a CPU bitset and counters.
+type threadAcc struct {
+	runNs     int64  // time on a CPU, including a run still open at trace end
+	runs      Sketch // completed on-CPU runs (switch-in to switch-out), ns
+	openRuns  int64  // runs still open at trace end (censored, not in runs)
+	wakeLat   Sketch // waking → running, ns, for wakings that led to a run
+	wakeups   int64  // wakings that made the thread runnable
+	wakesOut  int64  // wakings this thread performed on others (not in IRQ context)
+	outs      [numOuts]int64
+	waitNs    [numOuts]int64 // time after a switch-out in each state kind (R/R+: waiting for a CPU)
+	runnable  int64          // ns waiting for a CPU after a wakeup
+	lastCPU   int32
+	migration int64
+	cpus      []uint64 // bitset of CPUs it ran on
+	sawIdle   bool     // switched out in state I (idle kernel thread)
+	lastOutD  bool     // the latest switch-out left it in D: its next wakeup ends an I/O wait
+	prio      int32
+}
+
+// Switch-out kinds, by prev_state.
+const (
+	outPreempt = iota // R or R+: involuntary
+	outSleep          // S: voluntary sleep
+	outDisk           // D: uninterruptible (usually I/O)
+	outOther          // anything else (T, I, X, Z, P, ...)
+	numOuts
+)
+
+// outKind sorts a switch-out by its prev_state.
+func outKind(st observe.TaskState) int {
+	switch {
+	case st.Runnable():
+		return outPreempt
+	case st&^observe.StatePreempted == observe.StateSleeping:
+		return outSleep
+	case st&observe.StateUninterruptible != 0 && st&observe.StateIdle == 0:
+		return outDisk
+	}
+	return outOther
+}
+
+// wakeKey identifies a waker→wakee pair; irq marks wakings in interrupt
+// context, whose "waker" is only the task the interrupt landed on; fromD
+// marks wakings that ended an uninterruptible (D) wait — I/O completions
+// and kernel-lock hand-overs rather than requests.
+type wakeKey struct {
+	waker, wakee int32 // UTIDs
+	irq          bool
+	fromD        bool
+}
+
+// forkRec is one sched_process_fork: parent UTID created child tid.
+type forkRec struct {
+	ts     int64
+	parent int
+	child  int
+}
+
+// collector consumes the event stream: observe.Sched reconstructs thread
+// states and the collector folds slices and state rows into per-thread
+// accumulators, the wake edges, the fork tree and (with a topology) SMT
+// co-scheduling. All of it is indexed by UTID.
+type collector struct {
+	threads *observe.Threads
+	sched   *observe.Sched
+	acc     []threadAcc
+	edges   map[wakeKey]int64
+	forks   []forkRec
+	ppid    map[int32]int32 // process → parent, from process records
+	smt     *smtTracker     // nil without SMT topology
+
+	firstTS, lastTS int64
+	events          int64
+	finished        bool
+	cpusSeen        []uint64
+}
+
+// newCollector returns a collector; smt may be nil (no SMT topology).
+func newCollector(smt *smtTracker) *collector {
+	c := &collector{
+		threads: observe.NewThreads(),
+		edges:   map[wakeKey]int64{},
+		ppid:    map[int32]int32{},
+		smt:     smt,
+	}
+	c.sched = observe.NewSched(c.threads)
+	c.sched.OnSlice = c.onSlice
+	c.sched.OnState = c.onState
+	return c
+}
+
+// grow returns the accumulator of UTID u, extending the table as needed.
+func (c *collector) grow(u int) *threadAcc {
+	for u >= len(c.acc) {
+		c.acc = append(c.acc, threadAcc{lastCPU: -1})
+	}
+	return &c.acc[u]
+}
+
+// add applies one event.
+func (c *collector) add(ev *observe.Event) {
+	c.events++
+	if ev.CPU >= 0 {
+		if c.firstTS == 0 || ev.TS < c.firstTS {
+			c.firstTS = ev.TS
+		}
+		if ev.TS > c.lastTS {
+			c.lastTS = ev.TS
+		}
+		setBit(&c.cpusSeen, int(ev.CPU))
+	}
+	switch ev.Kind {
+	case observe.KindProcessInfo:
+		if ev.PrevTid > 0 {
+			c.ppid[ev.Tid] = ev.PrevTid
+		}
+	case observe.KindFork:
+		c.sched.Add(ev)
+		if ev.PrevTid > 0 && ev.Tid > 0 {
+			c.forks = append(c.forks, forkRec{ts: ev.TS, parent: c.threads.Get(ev.PrevTid), child: c.threads.Get(ev.Tid)})
+		}
+		return
+	case observe.KindSwitch:
+		if c.smt != nil {
+			c.smt.advance(ev.TS)
+		}
+		c.sched.Add(ev)
+		// Switch-outs are counted from the event, not from the slice: the
+		// prev_state is known even when the trace missed the switch-in.
+		if ev.PrevTid != 0 {
+			if th := c.threads.Lookup(ev.PrevTid); th != nil {
+				a := c.grow(th.UTID)
+				k := outKind(ev.PrevState)
+				a.outs[k]++
+				a.lastOutD = k == outDisk
+				if ev.PrevState&observe.StateIdle != 0 {
+					a.sawIdle = true
+				}
+			}
+		}
+		if c.smt != nil && ev.CPU >= 0 {
+			u := 0
+			if ev.Tid != 0 {
+				u = c.threads.Get(ev.Tid)
+			}
+			c.smt.set(ev.CPU, u)
+		}
+		return
+	}
+	c.sched.Add(ev)
+}
+
+// onSlice folds one CPU slice: a run of a thread on a CPU.
+func (c *collector) onSlice(r observe.SliceRow) {
+	if r.UTID == 0 {
+		return
+	}
+	a := c.grow(r.UTID)
+	a.prio = r.Prio
+	if a.lastCPU >= 0 && a.lastCPU != r.CPU {
+		a.migration++
+	}
+	a.lastCPU = r.CPU
+	setBit(&a.cpus, int(r.CPU))
+	dur := r.Dur
+	if dur < 0 {
+		if !c.finished {
+			return // ended by a switch that did not match it: data loss
+		}
+		a.openRuns++
+		a.runNs += max(c.lastTS-r.TS, 0)
+		return
+	}
+	a.runNs += dur
+	a.runs.Add(dur)
+}
+
+// onState folds one thread-state interval.
+func (c *collector) onState(r observe.StateRow) {
+	if r.UTID == 0 {
+		return
+	}
+	a := c.grow(r.UTID)
+	woken := r.State == observe.StateRunnable && r.Waker >= 0
+	if woken {
+		// The waking happened whether or not the trace saw the run it led
+		// to, so it counts even when the interval's end is unknown.
+		a.wakeups++
+		if r.Dur >= 0 {
+			a.wakeLat.Add(r.Dur)
+		}
+		// The R row is emitted when the thread next runs, before its next
+		// switch-out: lastOutD is still the state this waking ended.
+		c.edges[wakeKey{waker: int32(r.Waker), wakee: int32(r.UTID), irq: r.IRQ != observe.IRQNone, fromD: a.lastOutD}]++
+		if r.IRQ == observe.IRQNone && r.Waker > 0 {
+			c.grow(r.Waker).wakesOut++
+		}
+	}
+	dur := r.Dur
+	if dur < 0 {
+		if !c.finished {
+			return // ended by data loss: its length is unknown
+		}
+		dur = max(c.lastTS-r.TS, 0)
+	}
+	switch {
+	case r.State == observe.StateRunning:
+	case woken:
+		a.runnable += dur
+	case r.State.Runnable():
+		// R or R+ after a switch-out: waiting for a CPU after preemption.
+		a.waitNs[outPreempt] += dur
+	default:
+		a.waitNs[outKind(r.State)] += dur
+	}
+}
+
+// finish closes what is still open at the end of the trace.
+func (c *collector) finish() {
+	c.finished = true
+	if c.smt != nil {
+		c.smt.advance(c.lastTS)
+	}
+	c.sched.Finish()
+	c.grow(c.threads.Len() - 1)
+}
+
+// setBit sets bit i of a growable bitset.
+func setBit(bits *[]uint64, i int) {
+	if i < 0 {
+		return
+	}
+	for i/64 >= len(*bits) {
+		*bits = append(*bits, 0)
+	}
+	(*bits)[i/64] |= 1 << (i % 64)
+}
+
+// bitList returns the set bits in increasing order.
+func bitList(bits []uint64) []int {
+	var out []int
+	for w, b := range bits {
+		for i := 0; i < 64; i++ {
+			if b&(1<<i) != 0 {
+				out = append(out, w*64+i)
+			}
+		}
+	}
+	return out
+}

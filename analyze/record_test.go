@@ -1,0 +1,129 @@
+package analyze
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"temper.codes/temper-train/observe"
+	"temper.codes/temper-train/observe/snapshot"
+)
+
+// TestRecordAndAnalyze records the workload afresh with observe's BPF tracer
+// and a snapshot around it, as `temper-train observe` does, and checks that
+// the analysis of that Perfetto trace finds the documented classes
+// (workloadClasses) and runs the snapshot-based lint.
+func TestRecordAndAnalyze(t *testing.T) {
+	if err := observe.CheckTracing(); err != nil {
+		if errors.Is(err, observe.ErrNoPrivilege) && os.Getenv("CI") == "" {
+			t.Skipf("NOT RUN: %v", err)
+		}
+		t.Fatal(err)
+	}
+	gcc, err := exec.LookPath("gcc")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("gcc not found")
+		}
+		t.Skip("NOT RUN: gcc not found")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "workload")
+	if out, err := exec.Command(gcc, "-O2", "-pthread", "-o", bin, "../testdata/workload/workload.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "--dir", dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() && sc.Text() != "ready" {
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	time.Sleep(200 * time.Millisecond) // past start-up
+	pid := cmd.Process.Pid
+
+	ctx := context.Background()
+	snap, err := snapshot.Begin(ctx, snapshot.Options{Tgids: []int{pid}, Target: "workload"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracePath := filepath.Join(dir, "trace.pftrace")
+	f, err := os.Create(tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := observe.Record(ctx, f, observe.RecordOptions{Tgids: []int{pid}, Duration: 2 * time.Second,
+		Siblings: siblingsOf(snap.Topology)})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := snap.End(ctx); err != nil {
+		t.Fatal(err)
+	}
+	snapPath := filepath.Join(dir, "snapshot.json")
+	if err := snap.WriteFile(snapPath); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := snapshot.Load(snapPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := AnalyzeFile(tracePath, Options{Snapshot: loaded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recorded %d events (lost %d)", res.Events, res.TotalLost())
+	if a.Target.Mode != TargetSnapshot || a.Target.Threads != 13 {
+		t.Errorf("target %+v, want the workload's 13 threads from the snapshot", a.Target)
+	}
+	for _, th := range a.Threads {
+		if want := workloadClasses[th.Family]; th.Class != want {
+			t.Errorf("%s/%d: class %s, want %s (own %s, scores %+v)", th.Comm, th.Tid, th.Class, want, th.OwnClass, th.Scores)
+		}
+	}
+	smt := false
+	for _, c := range loaded.Topology.Cores {
+		smt = smt || len(c.CPUs) > 1
+	}
+	if l := a.Lint.SMT; l.Checked != smt || (!smt && !strings.HasPrefix(l.Status, "no SMT on this machine")) {
+		t.Errorf("SMT lint %+v on a machine with SMT %v", l, smt)
+	}
+	if strings.HasPrefix(a.Lint.CFS.Status, "no snapshot") {
+		t.Errorf("CFS lint ignored the snapshot: %q", a.Lint.CFS.Status)
+	}
+	if testing.Verbose() {
+		a.Report(os.Stdout, 10)
+	}
+}
+
+// siblingsOf lists each CPU's SMT siblings from the topology.
+func siblingsOf(topo *snapshot.Topology) [][]int {
+	var out [][]int
+	for _, c := range topo.CPUs {
+		for len(out) <= c.ID {
+			out = append(out, nil)
+		}
+		out[c.ID] = c.Siblings
+	}
+	return out
+}

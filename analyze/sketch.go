@@ -1,0 +1,198 @@
+package analyze
+
+import (
+	"math"
+	"slices"
+)
+
+// Sketch is a fixed-size streaming quantile estimator for positive durations
+// (nanoseconds). It keeps the first sketchExact samples exactly, so small
+// samples — most threads' — give exact nearest-rank quantiles; beyond that it
+// folds everything into log-spaced buckets, sketchSub per power of two, so a
+// quantile is within ±2.2 % of the true sample value (half a bucket's width,
+// 2^(1/16)). Memory is bounded by the range of values seen, never by their
+// number: 1 ns to 100 s spans at most 37·16 buckets.
+//
+// Quantiles use the nearest-rank definition: Quantile(q) is the smallest
+// sample v such that at least ⌈q·n⌉ samples are ≤ v.
+type Sketch struct {
+	n      int64
+	sum    float64
+	min    int64
+	max    int64
+	exact  [sketchExact]int64 // the first samples, while n ≤ sketchExact
+	base   int                // bucket index of counts[0]
+	counts []uint32           // bucket counts once folded
+	folded bool
+}
+
+const (
+	sketchExact = 32
+	sketchSub   = 16 // buckets per power of two
+)
+
+// mantBounds[k] is the float64 mantissa (52 bits) at which sub-bucket k of
+// an octave begins: ⌈(2^(k/sketchSub) − 1) · 2^52⌉.
+var mantBounds = func() (b [sketchSub]uint64) {
+	for k := range b {
+		b[k] = uint64(math.Ceil((math.Exp2(float64(k)/sketchSub) - 1) * (1 << 52)))
+	}
+	return b
+}()
+
+// bucketOf returns the bucket index of v ≥ 1: ⌊log2(v) · sketchSub⌋,
+// computed from the float's exponent and mantissa without a logarithm.
+func bucketOf(v int64) int {
+	if v < 1 {
+		v = 1
+	}
+	bits := math.Float64bits(float64(v))
+	exp := int(bits>>52) - 1023
+	mant := bits & (1<<52 - 1)
+	lo, hi := 0, sketchSub-1 // largest k with mantBounds[k] <= mant
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if mantBounds[mid] <= mant {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return exp*sketchSub + lo
+}
+
+// bucketValue is the representative value of bucket b: the geometric middle
+// of its bounds.
+func bucketValue(b int) float64 {
+	return math.Exp2((float64(b) + 0.5) / sketchSub)
+}
+
+// Add records one sample; values below 1 count as 1.
+func (s *Sketch) Add(v int64) {
+	if v < 1 {
+		v = 1
+	}
+	if s.n == 0 || v < s.min {
+		s.min = v
+	}
+	if v > s.max {
+		s.max = v
+	}
+	s.sum += float64(v)
+	if !s.folded && s.n < sketchExact {
+		s.exact[s.n] = v
+		s.n++
+		return
+	}
+	if !s.folded {
+		s.folded = true
+		for _, e := range s.exact {
+			s.bucket(e)
+		}
+	}
+	s.bucket(v)
+	s.n++
+}
+
+// bucket counts v in its bucket, growing the bucket range either way.
+func (s *Sketch) bucket(v int64) {
+	b := bucketOf(v)
+	switch {
+	case len(s.counts) == 0:
+		s.base = b
+		s.counts = append(s.counts, 0)
+	case b < s.base:
+		grow := s.base - b
+		s.counts = append(make([]uint32, grow, grow+len(s.counts)), s.counts...)
+		s.base = b
+	case b >= s.base+len(s.counts):
+		s.counts = append(s.counts, make([]uint32, b-s.base-len(s.counts)+1)...)
+	}
+	s.counts[b-s.base]++
+}
+
+// Count is the number of samples.
+func (s *Sketch) Count() int64 { return s.n }
+
+// Mean is the exact mean of the samples, 0 when there are none.
+func (s *Sketch) Mean() float64 {
+	if s.n == 0 {
+		return 0
+	}
+	return s.sum / float64(s.n)
+}
+
+// Sum is the exact sum of the samples.
+func (s *Sketch) Sum() float64 { return s.sum }
+
+// Max is the largest sample, 0 when there are none.
+func (s *Sketch) Max() int64 { return s.max }
+
+// Exact reports whether quantiles are exact (no more than sketchExact samples).
+func (s *Sketch) Exact() bool { return !s.folded }
+
+// Quantile returns the nearest-rank q-quantile (0 < q ≤ 1), 0 without samples.
+func (s *Sketch) Quantile(q float64) int64 {
+	if s.n == 0 {
+		return 0
+	}
+	rank := int64(math.Ceil(q * float64(s.n)))
+	rank = min(max(rank, 1), s.n)
+	if !s.folded {
+		v := slices.Clone(s.exact[:s.n])
+		slices.Sort(v)
+		return v[rank-1]
+	}
+	var cum int64
+	for i, c := range s.counts {
+		cum += int64(c)
+		if cum >= rank {
+			return s.clamp(bucketValue(s.base + i))
+		}
+	}
+	return s.max
+}
+
+// WeightedQuantile returns the value below which a fraction q of the samples'
+// total (not their number) lies: for run lengths, the run length that half of
+// the CPU time is spent in runs at least as long as (q = 0.5). Robust where
+// many short runs hide that most time goes to long ones.
+func (s *Sketch) WeightedQuantile(q float64) int64 {
+	if s.n == 0 || s.sum <= 0 {
+		return 0
+	}
+	target := q * s.sum
+	if !s.folded {
+		v := slices.Clone(s.exact[:s.n])
+		slices.Sort(v)
+		var cum float64
+		for _, x := range v {
+			cum += float64(x)
+			if cum >= target {
+				return x
+			}
+		}
+		return v[len(v)-1]
+	}
+	// Bucket weights are count × representative value; scale the target to
+	// their total so rounding in the representatives cannot overshoot.
+	var total float64
+	for i, c := range s.counts {
+		total += float64(c) * bucketValue(s.base+i)
+	}
+	target = q * total
+	var cum float64
+	for i, c := range s.counts {
+		cum += float64(c) * bucketValue(s.base+i)
+		if cum >= target {
+			return s.clamp(bucketValue(s.base + i))
+		}
+	}
+	return s.max
+}
+
+// clamp rounds a bucket value into the observed [min, max].
+func (s *Sketch) clamp(v float64) int64 {
+	r := int64(math.Round(v))
+	return min(max(r, s.min), s.max)
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"temper.codes/temper-train/analyze"
+	"temper.codes/temper-train/observe/snapshot"
+)
+
+// analyzeFlags are the analyze command's options.
+type analyzeFlags struct {
+	snapshot string
+	pids     string
+	process  string
+	json     string
+	dot      string
+	edges    int
+}
+
+// newAnalyzeCmd is `temper-train analyze`. Register it on the root command.
+func newAnalyzeCmd() *cobra.Command {
+	var f analyzeFlags
+	cmd := &cobra.Command{
+		Use:   "analyze TRACE",
+		Short: "Find a workload's thread groups, their wake graph and their scheduling classes",
+		Long: `Analyze a scheduling trace (written by temper-train observe, recorded by stock
+perfetto, or ftrace text; optionally gzipped) and report the target workload's
+thread structure: per-thread CPU share, run lengths, wake rates and latencies,
+preemption vs sleep vs disk wait, migrations; the waker→wakee graph with its
+chains, hubs and communities; latency criticality; clusters of similar threads
+classified as sync_compute, latency_critical, io_wake_chain or sporadic; and
+placement lint (SMT stacking, CFS bandwidth throttling).
+
+The target is the snapshot's (--snapshot, written by observe next to the trace),
+or --pid (thread-group ids; processes they fork inside the trace are included),
+or --process (every process with that name). With none of them every user
+thread in the trace is analysed.
+
+--json writes the analysis (schema temper-train/analysis/v1) to a file, or to
+stdout with "-" (the report is then not printed). --dot writes the wake graph
+for Graphviz. Files are written whole or not at all.`,
+		Example: `  temper-train analyze testdata/traces/workload-tracefs.txt.gz --pid 19560
+  temper-train analyze out/trace.pftrace --snapshot out/snapshot.json --json out/analysis.json --dot out/wakes.dot
+  temper-train analyze pg.pftrace --process postgres --json - | jq '.clusters'`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			return runAnalyze(cmd, f, a[0])
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.snapshot, "snapshot", "", "snapshot.json recorded with the trace (target, topology, cgroup)")
+	fl.StringVar(&f.pids, "pid", "", "thread-group ids to analyse, comma-separated")
+	fl.StringVar(&f.process, "process", "", "analyse every process with this name")
+	fl.StringVar(&f.json, "json", "", `write the analysis as JSON to FILE ("-" for stdout)`)
+	fl.StringVar(&f.dot, "dot", "", "write the wake graph as Graphviz DOT to FILE")
+	fl.IntVar(&f.edges, "edges", 15, "wake edges to list in the report (0 = all)")
+	return cmd
+}
+
+// parsePids reads --pid: positive integers separated by commas.
+func parsePids(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		n, err := strconv.Atoi(part)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("--pid %q: %q is not a process id (want positive integers separated by commas)", s, part)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// runAnalyze checks the flags, loads the snapshot, analyses the trace and
+// writes the report, JSON and DOT outputs (files atomically).
+func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
+	pids, err := parsePids(f.pids)
+	if err != nil {
+		return usageError{err}
+	}
+	if len(pids) > 0 && f.process != "" {
+		return usageError{errors.New("--pid and --process exclude each other")}
+	}
+	if f.edges < 0 {
+		return usageError{fmt.Errorf("--edges must be ≥ 0, got %d", f.edges)}
+	}
+	if f.json != "" && f.json == f.dot {
+		return usageError{errors.New("--json and --dot name the same file")}
+	}
+	opts := analyze.Options{Pids: pids, Process: f.process}
+	if f.snapshot != "" {
+		s, err := snapshot.Load(f.snapshot)
+		if err != nil {
+			return err
+		}
+		opts.Snapshot = s
+	}
+	a, err := analyze.AnalyzeFile(trace, opts)
+	if err != nil {
+		return err // names the file already
+	}
+	out := cmd.OutOrStdout()
+	if f.dot != "" {
+		if err := a.WriteDOTFile(f.dot); err != nil {
+			return err
+		}
+	}
+	switch f.json {
+	case "":
+	case "-":
+		return a.Write(out)
+	default:
+		if err := a.WriteFile(f.json); err != nil {
+			return err
+		}
+	}
+	return a.Report(out, f.edges)
+}
