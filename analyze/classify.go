@@ -31,23 +31,34 @@ var Classes = []string{ClassSyncCompute, ClassLatencyCritical, ClassIOWakeChain,
 //	short    = 1 − ramp_log(run p90, 1 ms, 4 ms)
 //
 //	sync_compute     = long · busy
-//	latency_critical = presence · short · source
-//	io_wake_chain    = presence · short · min(1, chain + io_wake)
-//	sporadic         = 1 − max(presence, busy)      (1 when it never ran)
+//	latency_critical = presence · short · min(1, source + hardirq · max(dispatch_source, busy))
+//	io_wake_chain    = presence · short · min(1, chain + io_wake + hardirq · dispatch_chain)
+//	sporadic         = max(1 − max(presence, busy),
+//	                       hardirq · (1 − dispatch_source − dispatch_chain) · (1 − busy))
+//	                   (1 when it never ran)
 //
-// source, chain and io_wake split the thread's wakeups by what it was
-// waiting for (graph.go): io_wake are wakings that ended a D wait (I/O
-// completions); source are wakings out of S from outside the workload
-// (interrupts, kernel threads, other processes such as clients) or from a
-// workload thread that is itself woken from outside and fans out (an
-// acceptor, a dispatcher); chain are wakings from workload threads woken
-// inside the workload, or converging from several entry threads onto one
-// (fan-in: a log writer fed by many workers). A request-serving thread
-// mostly waits for the outside world, one hop away at most; a thread in an
-// I/O or wake chain mostly waits for the disk or for the workload itself.
-// Whichever it mostly waits for wins: a database backend that also
-// fsyncs its commits stays request-serving while most of its waits end
-// with a client's request.
+// source, chain, io_wake and hardirq split the thread's wakeups by what it
+// was waiting for (structure.go): io_wake are wakings that ended a D wait
+// (I/O completions); source are wakings out of S from outside the workload
+// (network softirqs, kernel threads, other processes such as clients) or
+// from a workload thread that is itself woken from outside and fans out
+// (an acceptor, a dispatcher); chain are wakings from workload threads
+// woken inside the workload, or converging from several entry threads onto
+// one (fan-in: a log writer fed by many workers); hardirq are wakings out of
+// S in hard interrupt context — the thread's own timers, or a device. A
+// request-serving thread mostly waits for the outside world, one hop away
+// at most; a thread in an I/O or wake chain mostly waits for the disk or for
+// the workload itself. Whichever it mostly waits for wins: a database
+// backend that also fsyncs its commits stays request-serving while most of
+// its waits end with a client's request.
+//
+// A self-paced thread (woken by its own timer) is judged by what it does:
+// if it hands work to request-serving threads (dispatch_source: an accept
+// loop feeding a worker pool) it is latency-critical, the head of the
+// request path, as the lavd heuristic makes a waker as critical as its
+// wakees; if it does substantial CPU work at its own pace (busy) it is
+// latency-critical too (a periodic real-time loop); otherwise it is
+// housekeeping — sporadic however often it ticks.
 //
 // Confidence is the winning score over the sum of the four.
 const (
@@ -75,11 +86,12 @@ func scoreThread(f *Features, neverRan bool) Scores {
 	long := rampLog(float64(f.RunTimeP50), float64(longLo), float64(longHi))
 	busy := rampLog(f.CPUShare, busyLo, busyHi)
 	short := 1 - rampLog(float64(f.Run.P90), float64(shortLo), float64(shortHi))
+	selfPaced := f.HardIRQ * math.Max(0, 1-f.DispatchSource-f.DispatchChain) * (1 - busy)
 	return Scores{
 		SyncCompute:     round3(long * busy),
-		LatencyCritical: round3(presence * short * f.Source),
-		IOWakeChain:     round3(presence * short * math.Min(1, f.Chain+f.IOWake)),
-		Sporadic:        round3(1 - math.Max(presence, busy)),
+		LatencyCritical: round3(presence * short * math.Min(1, f.Source+f.HardIRQ*math.Max(f.DispatchSource, busy))),
+		IOWakeChain:     round3(presence * short * math.Min(1, f.Chain+f.IOWake+f.HardIRQ*f.DispatchChain)),
+		Sporadic:        round3(math.Max(1-math.Max(presence, busy), selfPaced)),
 	}
 }
 
@@ -170,6 +182,7 @@ func evidenceOf(members []*Thread) Evidence {
 	ev.WakeRate = round3(col(func(f *Features) float64 { return f.WakeRate }))
 	ev.DiskShare = round3(col(func(f *Features) float64 { return f.DiskShare }))
 	ev.IOWake = round3(col(func(f *Features) float64 { return f.IOWake }))
+	ev.HardIRQ = round3(col(func(f *Features) float64 { return f.HardIRQ }))
 	ev.External = round3(col(func(f *Features) float64 { return f.External }))
 	ev.Peer = round3(col(func(f *Features) float64 { return f.Peer }))
 	ev.Source = round3(col(func(f *Features) float64 { return f.Source }))
@@ -190,12 +203,20 @@ func reasonFor(class string, e Evidence) string {
 		return fmt.Sprintf("CPU-bound: %.1f%% CPU, half the CPU time in runs ≥ %s (%s, %s)",
 			100*e.CPUShare, fmtDur(e.RunTimeP50), n, plural(int(e.Runs), "run"))
 	case ClassLatencyCritical:
+		if e.HardIRQ > e.Source {
+			return fmt.Sprintf("request path head: woken %.0f/s by its own timer or a device (%.0f%% of wakeups), hands work to request-serving threads, run p90 %s (%s, %s)",
+				e.WakeRate, 100*e.HardIRQ, fmtDur(e.RunP90), n, plural(int(e.Wakeups), "wakeup"))
+		}
 		return fmt.Sprintf("request serving: woken %.0f/s, %.0f%% of wakeups from outside or an entry thread, run p90 %s (%s, %s)",
 			e.WakeRate, 100*e.Source, fmtDur(e.RunP90), n, plural(int(e.Wakeups), "wakeup"))
 	case ClassIOWakeChain:
 		return fmt.Sprintf("wake chain / I/O: woken %.0f/s, %.0f%% of wakeups from inside the workload (fan-in %.1f), %.0f%% ending a D wait, run p90 %s (%s, %s)",
 			e.WakeRate, 100*e.Chain, e.FanIn, 100*e.IOWake, fmtDur(e.RunP90), n, plural(int(e.Wakeups), "wakeup"))
 	default:
+		if e.WakeRate >= presRateHi && e.HardIRQ > 0.5 {
+			return fmt.Sprintf("housekeeping: woken %.0f/s by its own timer (%.0f%% of wakeups), %.2f%% CPU, hands no work on (%s, %s)",
+				e.WakeRate, 100*e.HardIRQ, 100*e.CPUShare, n, plural(int(e.Wakeups), "wakeup"))
+		}
 		return fmt.Sprintf("rarely runs: woken %.1f/s, %.3f%% CPU (%s, %s)",
 			e.WakeRate, 100*e.CPUShare, n, plural(int(e.Wakeups), "wakeup"))
 	}

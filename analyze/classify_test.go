@@ -36,6 +36,14 @@ func TestScoreThread(t *testing.T) {
 		{"1 Hz stats thread", Features{CPUShare: 0.001, RunTimeP50: 500 * us, Run: run(900 * us),
 			WakeRate: 1, External: 1, Source: 1}, false, ClassSporadic},
 		{"parked pool thread", Features{}, true, ClassSporadic},
+		{"housekeeping ticking 900/s on its own timer, handing nothing on", Features{CPUShare: 0.01, RunTimeP50: 10 * us, Run: run(15 * us),
+			WakeRate: 900, External: 1, HardIRQ: 1}, false, ClassSporadic},
+		{"accept loop paced by a timer, feeding a worker pool", Features{CPUShare: 0.016, RunTimeP50: 40 * us, Run: run(45 * us),
+			WakeRate: 830, External: 0.94, HardIRQ: 0.94, DispatchSource: 0.9}, false, ClassLatencyCritical},
+		{"periodic real-time loop: 1 kHz timer, 20% CPU in short runs", Features{CPUShare: 0.2, RunTimeP50: 200 * us, Run: run(300 * us),
+			WakeRate: 1000, External: 1, HardIRQ: 1}, false, ClassLatencyCritical},
+		{"timer-paced stage feeding a log writer", Features{CPUShare: 0.01, RunTimeP50: 20 * us, Run: run(40 * us),
+			WakeRate: 200, External: 1, HardIRQ: 1, DispatchChain: 0.9}, false, ClassIOWakeChain},
 	}
 	for _, c := range cases {
 		s := scoreThread(&c.f, c.neverRan)

@@ -43,6 +43,8 @@ func clusterVector(f *Features) []float64 {
 		f.Peer,
 		f.Source,
 		f.Chain,
+		f.HardIRQ,
+		f.DispatchSource,
 	}
 }
 

@@ -47,13 +47,14 @@ func outKind(st observe.TaskState) int {
 	return outOther
 }
 
-// wakeKey identifies a waker→wakee pair; irq marks wakings in interrupt
-// context, whose "waker" is only the task the interrupt landed on; fromD
+// wakeKey identifies a waker→wakee pair; irq is the interrupt context of
+// the waking, when in one, whose "waker" is then only the task the interrupt
+// landed on; fromD
 // marks wakings that ended an uninterruptible (D) wait — I/O completions
 // and kernel-lock hand-overs rather than requests.
 type wakeKey struct {
 	waker, wakee int32 // UTIDs
-	irq          bool
+	irq          observe.IRQContext
 	fromD        bool
 }
 
@@ -199,7 +200,7 @@ func (c *collector) onState(r observe.StateRow) {
 		}
 		// The R row is emitted when the thread next runs, before its next
 		// switch-out: lastOutD is still the state this waking ended.
-		c.edges[wakeKey{waker: int32(r.Waker), wakee: int32(r.UTID), irq: r.IRQ != observe.IRQNone, fromD: a.lastOutD}]++
+		c.edges[wakeKey{waker: int32(r.Waker), wakee: int32(r.UTID), irq: r.IRQ, fromD: a.lastOutD}]++
 		if r.IRQ == observe.IRQNone && r.Waker > 0 {
 			c.grow(r.Waker).wakesOut++
 		}

@@ -106,9 +106,9 @@ func TestFeaturesExact(t *testing.T) {
 	// Waker → wakee counts, as edges and as each thread's view.
 	wantEdges := map[[2]string]int64{
 		{"app-worker-1/102", "app-main/101"}: 1,
-		{"interrupt", "app-main/101"}:        1,
+		{"hardirq", "app-main/101"}:          1,
 		{"app-main/101", "app-worker-1/102"}: 1,
-		{"interrupt", "app-worker-2/103"}:    1,
+		{"softirq", "app-worker-2/103"}:      1,
 	}
 	if len(a.Graph.Edges) != len(wantEdges) {
 		t.Errorf("edges %+v, want %v", a.Graph.Edges, wantEdges)
@@ -120,7 +120,7 @@ func TestFeaturesExact(t *testing.T) {
 	}
 	byA := threadByTid(t, a, 101).WokenBy
 	if len(byA) != 2 || byA[0].Share != 0.5 || byA[1].Share != 0.5 {
-		t.Errorf("A woken by %+v, want B and interrupt, half each", byA)
+		t.Errorf("A woken by %+v, want B and hardirq, half each", byA)
 	}
 	// A's wakings: the interrupt ended its D wait (I/O), B's ended an S wait,
 	// and A and B wake each other once each (mutual: peers).

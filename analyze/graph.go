@@ -7,16 +7,26 @@ import (
 	"strings"
 
 	"gonum.org/v1/gonum/graph/simple"
+	"temper.codes/temper-train/observe"
 )
 
 // Node kinds of the wake graph. Outside wakers are aggregated so the graph
 // stays small whatever the machine ran besides the workload.
 const (
-	NodeThread    = "thread"    // a target thread
-	NodeInterrupt = "interrupt" // wakings in interrupt context, or from the idle task
-	NodeKernel    = "kernel"    // kernel threads (ksoftirqd, kworkers, ...)
-	NodeProcess   = "process"   // another process, by name
-	NodeOthers    = "others"    // the remaining other processes
+	NodeThread = "thread" // a target thread
+	// NodeHardIRQ: wakings in hard interrupt context — hrtimers expiring
+	// (sleeps, timeouts) and device completions. Node id "hardirq".
+	NodeHardIRQ = "hardirq"
+	// NodeSoftIRQ: wakings in softirq context — network receive, timer-wheel
+	// timeouts, block completions deferred there. Node id "softirq".
+	NodeSoftIRQ = "softirq"
+	// NodeInterrupt: wakings by the idle task outside interrupt context
+	// (remote wakeups it processes for other CPUs): the waker is unknown.
+	// Node id "interrupt".
+	NodeInterrupt = "interrupt"
+	NodeKernel    = "kernel"  // kernel threads (ksoftirqd, kworkers, ...)
+	NodeProcess   = "process" // another process, by name
+	NodeOthers    = "others"  // the remaining other processes
 )
 
 // maxProcessNodes bounds the "process <name>" nodes; the rest are merged.
@@ -76,9 +86,13 @@ func buildWakeGraph(c *collector, p *procInfo, threads []Thread, in []bool) *wak
 		g.nodes = append(g.nodes, GraphNode{ID: id, Kind: NodeThread, Tid: t.Tid, Family: t.Family})
 	}
 	// Outside endpoints by name; process nodes beyond the busiest few merge.
-	outside := func(u int, irq bool) string {
+	outside := func(u int, irq observe.IRQContext) string {
 		switch {
-		case irq || u == 0:
+		case irq == observe.IRQHard:
+			return "hardirq"
+		case irq == observe.IRQSoft:
+			return "softirq"
+		case u == 0:
 			return "interrupt"
 		case p.kernel[u]:
 			return "kernel thread"
@@ -99,7 +113,7 @@ func buildWakeGraph(c *collector, p *procInfo, threads []Thread, in []bool) *wak
 	procTotal := map[string]int64{}
 	for k, n := range c.edges {
 		wr, we := int(k.waker), int(k.wakee)
-		wrIn := !k.irq && wr < len(in) && in[wr]
+		wrIn := k.irq == observe.IRQNone && wr < len(in) && in[wr]
 		weIn := we < len(in) && in[we]
 		if !wrIn && !weIn {
 			continue
@@ -113,7 +127,7 @@ func buildWakeGraph(c *collector, p *procInfo, threads []Thread, in []bool) *wak
 		if weIn {
 			to.node = g.nodeOf[we]
 		} else {
-			to.name = outside(we, false)
+			to.name = outside(we, observe.IRQNone)
 		}
 		for _, e := range []end{from, to} {
 			if strings.HasPrefix(e.name, "process ") {
@@ -142,7 +156,7 @@ func buildWakeGraph(c *collector, p *procInfo, threads []Thread, in []bool) *wak
 		}
 		return s
 	}
-	// Outside nodes in a fixed order: interrupt, kernel, processes by name, others.
+	// Outside nodes in a fixed order: interrupts, kernel, processes by name, others.
 	var outNames []string
 	seen := map[string]bool{}
 	for _, r := range raw {
@@ -154,15 +168,19 @@ func buildWakeGraph(c *collector, p *procInfo, threads []Thread, in []bool) *wak
 		}
 	}
 	rank := func(s string) int {
-		switch {
-		case s == "interrupt":
+		switch s {
+		case "hardirq":
 			return 0
-		case s == "kernel thread":
+		case "softirq":
 			return 1
-		case s == "other processes":
+		case "interrupt":
+			return 2
+		case "kernel thread":
 			return 3
+		case "other processes":
+			return 5
 		}
-		return 2
+		return 4
 	}
 	slices.SortFunc(outNames, func(a, b string) int {
 		if c := cmp.Compare(rank(a), rank(b)); c != 0 {
@@ -170,7 +188,7 @@ func buildWakeGraph(c *collector, p *procInfo, threads []Thread, in []bool) *wak
 		}
 		return strings.Compare(a, b)
 	})
-	kinds := [...]string{NodeInterrupt, NodeKernel, NodeProcess, NodeOthers}
+	kinds := [...]string{NodeHardIRQ, NodeSoftIRQ, NodeInterrupt, NodeKernel, NodeProcess, NodeOthers}
 	for _, s := range outNames {
 		g.index[s] = len(g.nodes)
 		g.nodes = append(g.nodes, GraphNode{ID: s, Kind: kinds[rank(s)]})

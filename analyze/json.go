@@ -119,25 +119,29 @@ type Features struct {
 	WakesOut     int64   `json:"wakes_out"` // wakings it performed (not in interrupt context)
 	WakesOutRate float64 `json:"wakes_out_per_s"`
 
-	// Graph structure of its wakeups, as shares of Wakeups: from outside
-	// the workload (External: interrupts, kernel threads, other processes);
-	// ending a D wait (IOWake: I/O completions, whoever delivered them); and
-	// of the wakings out of S: mutual with a workload peer (Peer: A wakes B
-	// as often as B wakes A, a barrier), from a workload thread that is
-	// itself woken from outside (Entry: an acceptor) or from inside (Inner).
+	// Graph structure of its wakeups, as shares of Wakeups (see
+	// structure.go): from outside the workload (External); ending a D wait
+	// (IOWake); out of S in hard interrupt context (HardIRQ: timers, device
+	// completions); mutual with a workload peer (Peer); from a workload
+	// thread itself woken from outside (Entry) or from inside (Inner).
 	// FanIn is the effective number of distinct workload wakers (inverse
-	// Simpson index). Source is what waits for requests: outside wakings
-	// out of S plus entry wakings not converging from many threads; Chain is
-	// what waits on the workload: inner wakings plus converging entry ones.
-	// See graph.go and classify.go.
+	// Simpson index). Source: waits ended by requests (external out of S,
+	// entry wakes not converging from many threads); Chain: waits ended by
+	// the workload itself (inner, converging entry wakes). DispatchSource and
+	// DispatchChain: the share of the thread's own wakings that go to
+	// request-serving or chain threads, weighted by how much they are so.
 	External float64 `json:"external_share"`
 	IOWake   float64 `json:"io_wake_share"`
+	HardIRQ  float64 `json:"hardirq_share"`
 	Peer     float64 `json:"peer_share"`
 	Entry    float64 `json:"entry_share"`
 	Inner    float64 `json:"inner_share"`
 	FanIn    float64 `json:"fan_in"`
 	Source   float64 `json:"source"`
 	Chain    float64 `json:"chain"`
+
+	DispatchSource float64 `json:"dispatch_source"`
+	DispatchChain  float64 `json:"dispatch_chain"`
 }
 
 // Thread is one target thread.
@@ -220,6 +224,7 @@ type Evidence struct {
 	Wakeups    int64   `json:"wakeups"`
 	DiskShare  float64 `json:"disk_share"`
 	IOWake     float64 `json:"io_wake_share"`
+	HardIRQ    float64 `json:"hardirq_share"`
 	External   float64 `json:"external_share"`
 	Peer       float64 `json:"peer_share"`
 	Source     float64 `json:"source"`

@@ -34,7 +34,7 @@ func (a *Analysis) Report(w io.Writer, topEdges int) error {
 
 	fmt.Fprintln(w, "CLUSTERS (class from the members' mean scores; evidence = member medians)")
 	tab := newTable(w)
-	tab.Header("CLUSTER", "CLASS", "CONF", "THREADS", "FAMILIES", "CPU%", "RUN p50/p90 (n)", "TIME-W RUN p50", "WAKES/s (n)", "D%", "SOURCE/CHAIN/IO")
+	tab.Header("CLUSTER", "CLASS", "CONF", "THREADS", "FAMILIES", "CPU%", "RUN p50/p90 (n)", "TIME-W RUN p50", "WAKES/s (n)", "D%", "SRC/CHAIN/IO/HARDIRQ")
 	for _, c := range a.Clusters {
 		fams := make([]string, len(c.Families))
 		for i, f := range c.Families {
@@ -43,7 +43,7 @@ func (a *Analysis) Report(w io.Writer, topEdges int) error {
 		e := c.Evidence
 		if err := tab.Append(fmt.Sprint(c.ID), c.Class, fmt.Sprintf("%.2f", c.Confidence), fmt.Sprint(len(c.Members)),
 			strings.Join(fams, " "), pct(c.CPUShare), runP50P90(a, c), fmtDur(e.RunTimeP50),
-			fmt.Sprintf("%.1f (%d)", e.WakeRate, e.Wakeups), pct(e.DiskShare), fmt.Sprintf("%.2f/%.2f/%.2f", e.Source, e.Chain, e.IOWake)); err != nil {
+			fmt.Sprintf("%.1f (%d)", e.WakeRate, e.Wakeups), pct(e.DiskShare), fmt.Sprintf("%.2f/%.2f/%.2f/%.2f", e.Source, e.Chain, e.IOWake, e.HardIRQ)); err != nil {
 			return err
 		}
 	}

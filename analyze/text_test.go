@@ -42,8 +42,8 @@ func TestTextFixtureForks(t *testing.T) {
 	if len(c600.WokenBy) != 1 || c600.WokenBy[0].Node != "process cron" || c600.WokenBy[0].Count != 1 {
 		t.Errorf("600 woken by %+v, want process cron once", c600.WokenBy)
 	}
-	if w := threadByTid(t, a, 601).WokenBy; len(w) != 1 || w[0].Node != "interrupt" {
-		t.Errorf("601 woken by %+v, want interrupt", w)
+	if w := threadByTid(t, a, 601).WokenBy; len(w) != 1 || w[0].Node != "hardirq" {
+		t.Errorf("601 woken by %+v, want hardirq (the fixture's dNh3 flags)", w)
 	}
 	all, err := AnalyzeFile(forkFixture, Options{})
 	if err != nil {

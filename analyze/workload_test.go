@@ -32,12 +32,14 @@ const (
 //   - wl-timer (10 Hz, ~5 µs), wl-idle (never woken), wl-main (waits for a
 //     signal) → sporadic.
 //   - wl-acceptor: the accept loop. It is woken ~1000/s by its own
-//     clock_nanosleep timer — an interrupt, i.e. from outside the workload —
-//     runs a few µs and wakes one worker per request. The behavioural rule
-//     sees a thread woken at a high rate from outside that runs briefly and
-//     never waits on the disk: latency_critical, the head of the request
-//     path (as a network-woken accept loop would be). Its latency
-//     criticality also propagates from the workers it wakes.
+//     clock_nanosleep timer (hard interrupt context), runs a few µs and
+//     wakes one worker per request. A self-paced thread is judged by what
+//     it hands on (classify.go): nearly all its wakings go to threads that
+//     are themselves request-serving, so it is latency_critical, the head
+//     of the request path — as the lavd heuristic makes a waker as critical
+//     as its wakees, and as a network-woken accept loop would be. (A timer
+//     thread ticking as often but handing nothing on, such as memcached's
+//     LRU maintainer, is sporadic housekeeping.)
 var workloadClasses = map[string]string{
 	"wl-compute":  ClassSyncCompute,
 	"wl-worker":   ClassLatencyCritical,
@@ -132,7 +134,7 @@ func TestWorkloadGraph(t *testing.T) {
 	if s := threadFeatures(t, a, "wl-syncer"); s.DiskShare < 0.5 {
 		t.Errorf("wl-syncer: D share %.2f, want most switch-outs in D (fdatasync)", s.DiskShare)
 	}
-	want := []string{"interrupt", "wl-acceptor", "wl-worker", "wl-logger", "wl-syncer"}
+	want := []string{"hardirq", "wl-acceptor", "wl-worker", "wl-logger", "wl-syncer"}
 	found := false
 	for _, c := range a.Graph.Chains {
 		if len(c.Path) >= len(want) && slices.Equal(c.Path[:len(want)], want) {
