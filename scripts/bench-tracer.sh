@@ -15,8 +15,10 @@
 #   tracefs  sched_switch + sched_waking into a private tracefs instance, no
 #            reader: the kernel's own tracer, for reference
 #
-# then once more under observe at the highest event rate this machine makes
-# (two threaded pipe pairs at once), with BPF run-time statistics on.
+# then the same with the pipe pair pinned to CPU 0 (base, perf, observe:
+# steadier, see section below), then under observe at the highest event
+# rate this machine makes (two threaded pipe pairs at once), with BPF
+# run-time statistics on.
 #
 # Speed is reported, never asserted: a MISS does not fail. The script exits
 # non-zero only when a measurement is broken (a tool failed, output did not
@@ -32,8 +34,9 @@
 #              more interleaved mode (A/B)
 #   MODES      a subset of "base perf observe tracefs max" (experiments; the
 #              summary needs base and observe)
-#   PIN_CPU=N  run the pipe pair on CPU N only: no cross-CPU wakeups, a
-#              steadier in-kernel cost for A/B comparisons
+#   PINNED_REPS  repetitions of the same-CPU section (default 5; 0: skip)
+#   PIN_CPU=N  run the main section's pipe pair on CPU N only (and skip the
+#              same-CPU section)
 #   KEEP=1     keep the work directory; VERBOSE=1 print the raw results
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +49,7 @@ BIN_B=${BIN_B:-}
 PIPE=(perf bench sched pipe -l "$LOOPS")
 if [ -n "${PIN_CPU:-}" ]; then PIPE=(taskset -c "$PIN_CPU" "${PIPE[@]}"); fi
 MODES=${MODES:-base perf observe tracefs max}
+PINNED_REPS=${PINNED_REPS:-5}
 
 notrun() {
 	echo
@@ -171,17 +175,19 @@ observe_run() {
 	rm -rf "$d"
 }
 
+# The runners below take REP and a label prefix and run the workload CUR.
+# base REP ops
 base_run() {
-	"${PIPE[@]}" >"$tmp/base.out" 2>&1 || broken "perf bench failed: $(cat "$tmp/base.out")"
+	"${CUR[@]}" >"$tmp/base.out" 2>&1 || broken "perf bench failed: $(cat "$tmp/base.out")"
 	local ops
 	ops=$(ops_of "$tmp/base.out") || broken "no ops/sec in $(cat "$tmp/base.out")"
-	echo "base $1 $ops" >>"$R"
+	echo "${2}base $1 $ops" >>"$R"
 }
 
 # perf REP ops samples bytes switches wakings lost
 perf_run() {
 	local f=$tmp/perf.data
-	perf sched record -o "$f" -- "${PIPE[@]}" >"$tmp/perf.out" 2>&1 ||
+	perf sched record -o "$f" -- "${CUR[@]}" >"$tmp/perf.out" 2>&1 ||
 		broken "perf sched record failed: $(tail -5 "$tmp/perf.out")"
 	local ops stats
 	ops=$(ops_of "$tmp/perf.out") || broken "no ops/sec in $(cat "$tmp/perf.out")"
@@ -196,8 +202,9 @@ perf_run() {
 		tp == "sched:sched_waking" && /SAMPLE events:/ { wk = $3 }
 		END { if (!samples) exit 1; printf "%s %s %s %s\n", samples, sw + 0, wk + 0, lost + 0 }') ||
 		broken "no sample count in perf report --stats"
+	local prefix=$2
 	set -- "$1" $counts
-	echo "perf $1 $ops $2 $(stat -c %s "$f") $3 $4 $5" >>"$R"
+	echo "${prefix}perf $1 $ops $2 $(stat -c %s "$f") $3 $4 $5" >>"$R"
 	rm -f "$f"
 }
 
@@ -206,11 +213,11 @@ tracefs_run() {
 	echo 0 >"$inst/tracing_on"
 	: >"$inst/trace"
 	echo 1 >"$inst/tracing_on"
-	"${PIPE[@]}" >"$tmp/tracefs.out" 2>&1 || broken "perf bench failed"
+	"${CUR[@]}" >"$tmp/tracefs.out" 2>&1 || broken "perf bench failed"
 	echo 0 >"$inst/tracing_on"
 	local ops
 	ops=$(ops_of "$tmp/tracefs.out") || broken "no ops/sec in $(cat "$tmp/tracefs.out")"
-	echo "tracefs $1 $ops $(cat "$inst"/per_cpu/cpu*/stats | awk '
+	echo "${2}tracefs $1 $ops $(cat "$inst"/per_cpu/cpu*/stats | awk '
 		/^entries:/ { e += $2 } /^overrun:/ { o += $2 } /^bytes:/ { b += $2 }
 		END { printf "%.0f %.0f %.0f\n", e + o, b, e }')" >>"$R"
 }
@@ -229,22 +236,37 @@ if [ -n "$tracefs" ] && want tracefs; then
 	fi
 fi
 
-modes=""
-for m in base perf observe; do
-	if want $m; then modes="$modes $m"; fi
-done
-modes="$modes${BIN_B:+ observe_b}${inst:+ tracefs}"
+# section PREFIX REPS TRACEFS CMD...: REPS interleaved repetitions of the
+# modes with CMD as the workload; TRACEFS=1 includes the tracefs mode.
+section() {
+	local prefix=$1 reps=$2 with_tracefs=$3 rep modes="" m t_start
+	shift 3
+	CUR=("$@")
+	for m in base perf observe; do
+		if want $m; then modes="$modes $m"; fi
+	done
+	[ -z "$BIN_B" ] || modes="$modes observe_b"
+	[ -z "$inst" ] || [ "$with_tracefs" = 0 ] || modes="$modes tracefs"
+	echo "${CUR[*]}: modes interleaved (${modes# }) x $reps; load average $(cut -d' ' -f1-3 /proc/loadavg) ..."
+	t_start=$(date +%s)
+	for ((rep = 1; rep <= reps; rep++)); do
+		! want base || base_run "$rep" "$prefix"
+		! want perf || perf_run "$rep" "$prefix"
+		! want observe || observe_run "${prefix}observe" "$rep" "$BIN" "${CUR[@]}"
+		[ -z "$BIN_B" ] || observe_run "${prefix}observe_b" "$rep" "$BIN_B" "${CUR[@]}"
+		[ -z "$inst" ] || [ "$with_tracefs" = 0 ] || tracefs_run "$rep" "$prefix"
+		printf '  rep %d/%d done (%ds)\n' "$rep" "$reps" $(($(date +%s) - t_start))
+	done
+}
+
 echo
-echo "tracer overhead: ${PIPE[*]}, modes interleaved (${modes# }) x $REPS; load average $(cut -d' ' -f1-3 /proc/loadavg) ..."
-t_start=$(date +%s)
-for ((rep = 1; rep <= REPS; rep++)); do
-	! want base || base_run "$rep"
-	! want perf || perf_run "$rep"
-	! want observe || observe_run observe "$rep" "$BIN" "${PIPE[@]}"
-	[ -z "$BIN_B" ] || observe_run observe_b "$rep" "$BIN_B" "${PIPE[@]}"
-	[ -z "$inst" ] || tracefs_run "$rep"
-	printf '  rep %d/%d done (%ds)\n' "$rep" "$REPS" $(($(date +%s) - t_start))
-done
+section "" "$REPS" 1 "${PIPE[@]}"
+# The same with both tasks on CPU 0: no cross-CPU wakeups, so a steadier
+# figure (which CPUs the scheduler puts the pair on changes events per round
+# trip and the cost per event from run to run).
+if [ -z "${PIN_CPU:-}" ] && [ "$PINNED_REPS" -gt 0 ]; then
+	section p_ "$PINNED_REPS" 0 taskset -c 0 "${PIPE[@]}"
+fi
 
 # The highest event rate: two threaded pipe pairs, one per CPU, under
 # observe, with BPF run-time statistics on (they cost a little, so only here).
@@ -266,7 +288,8 @@ load_end=$(cut -d' ' -f1-3 /proc/loadavg)
 
 [ "${VERBOSE:-0}" = 1 ] && cat "$R"
 echo
-awk -v loops="$LOOPS" -v reps="$REPS" -v maxloops="$MAX_LOOPS" -v gons="${RECORD_DECODE_NS:-}" -v load_end="$load_end" -v bin_b="$BIN_B" -v pipe="${PIPE[*]}" '
+awk -v loops="$LOOPS" -v gons="${RECORD_DECODE_NS:-}" -v load_end="$load_end" -v bin_b="$BIN_B" \
+	-v pipe="${PIPE[*]}" -v maxloops="$MAX_LOOPS" '
 function add(key, v) { vals[key, ++cnt[key]] = v }
 # sorted copy of key values into s[1..n]; returns n
 function sorted(key,   n, i, j, t) {
@@ -280,64 +303,83 @@ function q(key, p,   n, x, i) { n = sorted(key); if (!n) return -1; x = 1 + p * 
 function med(key) { return q(key, 0.5) }
 function sum(key,   i, t) { for (i = 1; i <= cnt[key]; i++) t += vals[key, i]; return t }
 function verdict(ok) { return ok ? "PASS" : "MISS" }
+function max0(x) { return x > 0 ? x : 0 }
+# one table row: median ops/s, IQR, kept (ratio of medians), kept (median of per-repetition ratios)
+function row(name, k, b) {
+	printf "  %-22s %8.0f %8.0f..%-8.0f %5.2f  %5.2f", name, med(k ".ops"), q(k ".ops", .25), q(k ".ops", .75), med(k ".ops") / b, med(k ".pair")
+}
+# the table of section sec ("" or "p")
+function table(sec, title,   b) {
+	b = med(sec "base.ops")
+	printf "%s: %d interleaved repetitions per mode\n", title, cnt[sec "base.ops"]
+	printf "  %-22s %8s %18s %5s  %5s  %9s %11s %5s\n", "mode", "ops/s", "IQR (p25..p75)", "kept", "pair", "events/op", "bytes/event", "lost"
+	printf "  %-22s %8.0f %8.0f..%-8.0f %5.2f  %5.2f\n", "no tracing", b, q(sec "base.ops", .25), q(sec "base.ops", .75), 1, 1
+	if (cnt[sec "perf.ops"]) { row("perf sched record", sec "perf", b); printf "  %9.2f %11.1f %5d  (samples; switch+waking %.2f/op)\n", med(sec "perf.epo"), med(sec "perf.bpe"), sum(sec "perf.lost"), med(sec "perf.swk") }
+	row("temper-train observe", sec "obs", b); printf "  %9.2f %11.1f %5d\n", med(sec "obs.epo"), med(sec "obs.bpe"), sum(sec "obs.lost")
+	if (cnt[sec "obsb.ops"]) { row("observe, BIN_B", sec "obsb", b); printf "  %9.2f %11.1f %5d  (%s)\n", med(sec "obsb.epo"), med(sec "obsb.bpe"), sum(sec "obsb.lost"), bin_b }
+	if (cnt[sec "tfs.ops"]) { row("raw tracefs", sec "tfs", b); printf "  %9.2f %11.1f %5s  (reference: no reader, system-wide)\n", med(sec "tfs.epo"), med(sec "tfs.bpe"), "-" }
+}
 # the cost lines of an observe mode; returns the projected events/s
-function cost(k, name,   epo, kern, user, tot, proj) {
+function cost(sec, k, name,   b, epo, kern, user, tot, proj) {
+	b = med(sec "base.ops"); k = sec k
 	epo = med(k ".epo")
 	kern = (1 / med(k ".ops") - 1 / b) * 1e9 / epo
 	user = med(k ".user")
 	tot = max0(kern) + user
 	proj = tot > 0 ? 2e9 / tot : 0
-	printf "%s, pipe runs: %.0f events/s sustained (median), %d events lost in %d runs, %.0f events per context switch of observe, %.0f ms CPU to attach\n", name, med(k ".rate"), sum(k ".lost"), cnt[k ".ops"], med(k ".epw"), med(k ".startup")
-	printf "cost per event:   in-kernel, critical path  (1/ops_traced - 1/ops_base) / %.2f events/op = %7.1f ns%s\n", epo, kern, kern < 0 ? "  (NOISE: traced ran faster; counted as 0)" : ""
-	printf "                  user space, observe CPU / events (IQR %.0f..%.0f)           = %7.1f ns\n", q(k ".user", .25), q(k ".user", .75), user
-	if (gons != "" && k == "obs") printf "                  (BenchmarkRecordDecode, decode+write without the kernel:    %7.1f ns)\n", gons
-	printf "                  total %.1f ns/event -> sustains %.0f events/s on 2 CPUs\n", tot, proj
+	printf "  %s: %.0f events/s sustained (median), %d events lost in %d runs, %.0f events per context switch of observe\n", name, med(k ".rate"), sum(k ".lost"), cnt[k ".ops"], med(k ".epw")
+	printf "  cost per event: in-kernel, critical path (1/ops_traced - 1/ops_base) / %.2f events/op = %7.1f ns%s\n", epo, kern, kern < 0 ? "  (NOISE: traced ran faster; counted as 0)" : ""
+	printf "                  user space, observe CPU / events (IQR %.0f..%.0f)          = %7.1f ns\n", q(k ".user", .25), q(k ".user", .75), user
+	if (gons != "" && k == "obs") printf "                  (BenchmarkRecordDecode, decode+write without the kernel:   %7.1f ns)\n", gons
+	printf "                  total %.1f ns/event -> sustains %.0fk events/s on 2 CPUs\n", tot, proj / 1e3
 	return proj
 }
-function max0(x) { return x > 0 ? x : 0 }
-# one table row: median ops/s, IQR, kept (ratio of medians), kept (median of per-repetition ratios)
-function row(name, k) {
-	printf "  %-22s %8.0f %8.0f..%-8.0f %5.2f  %5.2f", name, med(k ".ops"), q(k ".ops", .25), q(k ".ops", .75), med(k ".ops") / b, med(k ".pair")
+{
+	sec = ""; lab = $1
+	if (lab ~ /^p_/) { sec = "p"; lab = substr(lab, 3) }
+	k = (lab == "observe") ? "obs" : (lab == "observe_b") ? "obsb" : (lab == "tracefs") ? "tfs" : lab
+	K = sec k
 }
-$1 == "base" { base[$2] = $3; add("base.ops", $3) }
-{ k = ($1 == "observe") ? "obs" : ($1 == "observe_b") ? "obsb" : ($1 == "tracefs") ? "tfs" : $1 }
-k != "base" && k != "max" { add(k ".ops", $3); if ($2 in base) add(k ".pair", $3 / base[$2]) }
-$1 == "perf"    { add("perf.epo", $4 / loops); add("perf.bpe", $5 / $4); add("perf.swk", ($6 + $7) / loops); add("perf.lost", $8) }
-$1 == "tracefs" { add("tfs.epo", $4 / loops); add("tfs.bpe", $6 ? $5 / $6 : 0) }
+k == "base" { base[sec, $2] = $3 }
+k != "max" { add(K ".ops", $3); if ((sec, $2) in base) add(K ".pair", $3 / base[sec, $2]) }
+k == "perf"    { add(K ".epo", $4 / loops); add(K ".bpe", $5 / $4); add(K ".swk", ($6 + $7) / loops); add(K ".lost", $8) }
+k == "tfs"     { add(K ".epo", $4 / loops); add(K ".bpe", $6 ? $5 / $6 : 0) }
 k == "obs" || k == "obsb" || k == "max" {
-	if (k == "max") add("max.ops", $3)
-	add(k ".events", $4); add(k ".epo", $4 / loops); add(k ".bpe", $5 / $4); add(k ".lost", $6)
-	add(k ".user", $7 / $4); add(k ".rate", $4 / ($8 / 1e9)); add(k ".epw", $9 ? $4 / $9 : $4)
-	if ($11 > 0) { add(k ".bpfrun", $10 / $11); add(k ".bpfev", $10 / $4) }
-	add(k ".startup", $12 / 1e6)
+	add(K ".events", $4); add(K ".epo", $4 / loops); add(K ".bpe", $5 / $4); add(K ".lost", $6)
+	add(K ".user", $7 / $4); add(K ".rate", $4 / ($8 / 1e9)); add(K ".epw", $9 ? $4 / $9 : $4)
+	if ($11 > 0) { add(K ".bpfrun", $10 / $11); add(K ".bpfev", $10 / $4) }
 }
 END {
 	b = med("base.ops")
 	if (b <= 0 || cnt["obs.ops"] == 0) { print "BROKEN MEASUREMENT: no results for base or observe" > "/dev/stderr"; exit 1 }
-	printf "tracer overhead: %s (1 op = 1 round trip), %d interleaved repetitions per mode\n", pipe, reps
-	printf "  %-22s %8s %18s %5s  %5s  %9s %11s %5s\n", "mode", "ops/s", "IQR (p25..p75)", "kept", "pair", "events/op", "bytes/event", "lost"
-	printf "  %-22s %8.0f %8.0f..%-8.0f %5.2f  %5.2f\n", "no tracing", b, q("base.ops", .25), q("base.ops", .75), 1, 1
-	if (cnt["perf.ops"]) { row("perf sched record", "perf"); printf "  %9.2f %11.1f %5d  (samples; switch+waking %.2f/op)\n", med("perf.epo"), med("perf.bpe"), sum("perf.lost"), med("perf.swk") }
-	row("temper-train observe", "obs"); printf "  %9.2f %11.1f %5d\n", med("obs.epo"), med("obs.bpe"), sum("obs.lost")
-	if (cnt["obsb.ops"]) { row("observe, BIN_B", "obsb"); printf "  %9.2f %11.1f %5d  (%s)\n", med("obsb.epo"), med("obsb.bpe"), sum("obsb.lost"), bin_b }
-	if (cnt["tfs.ops"]) { row("raw tracefs", "tfs"); printf "  %9.2f %11.1f %5s  (reference: no reader, system-wide)\n", med("tfs.epo"), med("tfs.bpe"), "-" }
+	table("", "tracer overhead, " pipe " (1 op = 1 round trip)")
 	printf "  (kept: median ops/s over no tracing; pair: median of each repetition%ss ratio to its own no-tracing run)\n", "\047"
-	if (load_end + 0 >= 0.5) printf "  NOTE: load average %s at the end: other work on the machine adds noise\n", load_end
-
+	if (cnt["obsb.ops"]) cost("", "obsb", "observe, BIN_B")
+	proj = cost("", "obs", "observe")
 	kept = med("obs.ops") / b
-	printf "\n"
-	if (cnt["obsb.ops"]) { cost("obsb", "observe, BIN_B"); printf "\n" }
-	proj = cost("obs", "observe")
-	if (cnt["max.ops"]) {
-		printf "max rate (2 x pipe -T -l %d, %d runs): %.0f events/s (best %.0f), %d lost, %.2f bytes/event, user space %.1f ns/event, %.0f events per context switch of observe\n", maxloops, cnt["max.ops"], med("max.rate"), q("max.rate", 1), sum("max.lost"), med("max.bpe"), med("max.user"), med("max.epw")
-		if (cnt["max.bpfrun"]) printf "  BPF programs (bpf_stats on): %.0f ns per run, %.0f ns of BPF run time per emitted event\n", med("max.bpfrun"), med("max.bpfev")
+	if (cnt["pbase.ops"] && cnt["pobs.ops"]) {
+		printf "\n"
+		table("p", "same, both tasks on CPU 0 (taskset -c 0)")
+		if (cnt["pobsb.ops"]) cost("p", "obsb", "observe, BIN_B")
+		pproj = cost("p", "obs", "observe")
 	}
-	maxlost = sum("obs.lost") + sum("max.lost")
+	if (cnt["max.events"]) {
+		printf "\nmax rate, 2 x perf bench sched pipe -T -l %d at once (%d runs): %.0f events/s (best %.0f), %d lost, %.2f bytes/event,\n", maxloops, cnt["max.events"], med("max.rate"), q("max.rate", 1), sum("max.lost"), med("max.bpe")
+		printf "  user space %.1f ns/event, %.0f events per context switch of observe", med("max.user"), med("max.epw")
+		if (cnt["max.bpfrun"]) printf "; BPF run time (bpf_stats on) %.0f ns per program run, %.0f ns per event", med("max.bpfrun"), med("max.bpfev")
+		printf "\n"
+	}
+	if (load_end + 0 >= 0.5) printf "NOTE: load average %s at the end: other work on the machine adds noise\n", load_end
+	maxlost = sum("obs.lost") + sum("pobs.lost") + sum("max.lost")
 	maxrate = cnt["max.rate"] ? q("max.rate", 1) : q("obs.rate", 1)
-	printf "\ntargets                        measured     target\n"
-	printf "  throughput kept              %8.2f     >= 0.85            %s\n", kept, verdict(kept >= 0.85)
+	printf "\ntargets (from the first table)  measured     target\n"
+	printf "  throughput kept              %8.2f     >= 0.85            %s", kept, verdict(kept >= 0.85)
+	if (cnt["pobs.ops"]) printf "   (same CPU: %.2f)", med("pobs.ops") / med("pbase.ops")
+	printf "\n"
 	if (cnt["perf.ops"]) { pkept = med("perf.ops") / b; printf "  loss vs perf sched record    %8.2f     <= 0.5 x %.2f      %s\n", 1 - kept, 1 - pkept, verdict(1 - kept <= (1 - pkept) / 2) }
 	printf "  lost events (up to %4.0fk/s)  %8d     0                  %s\n", maxrate / 1e3, maxlost, verdict(maxlost == 0)
-	printf "  sustainable events/s         %7.0fk     >= 500k            %s\n", proj / 1e3, verdict(proj >= 500e3)
+	printf "  sustainable events/s         %7.0fk     >= 500k            %s", proj / 1e3, verdict(proj >= 500e3)
+	if (pproj) printf "   (same CPU: %.0fk)", pproj / 1e3
+	printf "\n"
 	printf "  bytes/event on disk          %8.1f     <= 10              %s\n", med("obs.bpe"), verdict(med("obs.bpe") <= 10)
 }' "$R"
