@@ -24,7 +24,6 @@ const volatile bool prev_state_arg = true; // sched_switch passes prev_state (5.
 const volatile bool follow_forks = true;   // new processes of a target are targets
 const volatile bool trace_all = false;     // no filter: every event (tests, debugging)
 const volatile __u64 thread_size = 16384;  // kernel task stack size (THREAD_SIZE)
-const volatile __u64 wakeup_bytes = 256 << 10; // wake the reader once this much waits
 
 // Never read: they only put the record layouts into BTF so bpf2go emits the
 // matching Go types.
@@ -161,15 +160,11 @@ static __always_inline struct tt_event *reserve(void)
 	return e;
 }
 
-// Waking the reader for every event costs more than the event itself; wake
-// it only when a good chunk is waiting. It also polls on a short timer.
+// The reader polls on a short timer rather than being woken: a wakeup per
+// event costs more than the event itself.
 static __always_inline void submit(struct tt_event *e)
 {
-	__u64 flags = BPF_RB_NO_WAKEUP;
-
-	if (bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(e, flags);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
 static __always_inline __u32 task_cpu(struct task_struct *p)

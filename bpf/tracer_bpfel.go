@@ -96,7 +96,6 @@ const (
 	TracerVarTtEventLayout        = "tt_event_layout"
 	TracerVarTtIrqLayout          = "tt_irq_layout"
 	TracerVarTtKindLayout         = "tt_kind_layout"
-	TracerVarWakeupBytes          = "wakeup_bytes"
 )
 
 // LoadTracer returns the embedded CollectionSpec for Tracer.
@@ -178,7 +177,6 @@ type TracerVariableSpecs struct {
 	TtEventLayout      *ebpf.VariableSpec `ebpf:"tt_event_layout"`
 	TtIrqLayout        *ebpf.VariableSpec `ebpf:"tt_irq_layout"`
 	TtKindLayout       *ebpf.VariableSpec `ebpf:"tt_kind_layout"`
-	WakeupBytes        *ebpf.VariableSpec `ebpf:"wakeup_bytes"`
 }
 
 // TracerObjects contains all objects after they have been loaded into the kernel.
@@ -230,7 +228,6 @@ type TracerVariables struct {
 	TtEventLayout      *ebpf.Variable `ebpf:"tt_event_layout"`
 	TtIrqLayout        *ebpf.Variable `ebpf:"tt_irq_layout"`
 	TtKindLayout       *ebpf.Variable `ebpf:"tt_kind_layout"`
-	WakeupBytes        *ebpf.Variable `ebpf:"wakeup_bytes"`
 }
 
 // TracerPrograms contains all programs after they have been loaded into the kernel.

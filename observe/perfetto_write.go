@@ -275,6 +275,7 @@ func (w *PerfettoWriter) flushCPU(bb *bundleBuilder) {
 	}
 	b := &bb.b
 	b.Cpu = uint32(bb.cpu)
+	flags := bb.cs.WakingCommonFlags
 	if len(bb.cs.SwitchTimestamp) > 0 || len(bb.cs.WakingTimestamp) > 0 {
 		if !bb.irq {
 			bb.cs.WakingCommonFlags = nil
@@ -283,7 +284,18 @@ func (w *PerfettoWriter) flushCPU(bb *bundleBuilder) {
 	}
 	w.packet(&pb.TracePacket{Data: &pb.TracePacket_FtraceEvents{FtraceEvents: b},
 		TrustedPacketSequenceId: seqID})
-	*bb = bundleBuilder{cpu: bb.cpu, cur: bb.cur, intern: bb.intern, lastTS: bb.lastTS}
+	// The packet is encoded: start the next bundle in the same memory
+	// rather than making garbage of the columns.
+	cs := &bb.cs
+	cs.SwitchTimestamp, cs.SwitchPrevState = cs.SwitchTimestamp[:0], cs.SwitchPrevState[:0]
+	cs.SwitchNextPid, cs.SwitchNextPrio = cs.SwitchNextPid[:0], cs.SwitchNextPrio[:0]
+	cs.SwitchNextCommIndex, cs.InternTable = cs.SwitchNextCommIndex[:0], cs.InternTable[:0]
+	cs.WakingTimestamp, cs.WakingPid = cs.WakingTimestamp[:0], cs.WakingPid[:0]
+	cs.WakingTargetCpu, cs.WakingPrio = cs.WakingTargetCpu[:0], cs.WakingPrio[:0]
+	cs.WakingCommIndex, cs.WakingCommonFlags = cs.WakingCommIndex[:0], flags[:0]
+	clear(b.Event)
+	b.Event, b.CompactSched, b.LostEvents = b.Event[:0], nil, false
+	bb.lastSw, bb.lastWk, bb.n, bb.firstTS, bb.lastKind, bb.irq = 0, 0, 0, 0, 0, false
 	clear(bb.intern)
 }
 
