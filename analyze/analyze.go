@@ -163,8 +163,8 @@ func notes(a *Analysis, snap *snapshot.Snapshot) []string {
 		outs += th.Features.SwitchOuts
 	}
 	if untimed > 0 {
-		n = append(n, fmt.Sprintf("%d of %d switch-outs of target threads had no recorded switch-in (%.1f%%): those runs' lengths and CPU time are missing, so CPU shares are lower bounds",
-			untimed, outs, 100*float64(untimed)/float64(outs)))
+		n = append(n, fmt.Sprintf("%d runs of target threads (against %d switch-outs) lack a recorded switch-in or switch-out: their lengths and CPU time are missing, so CPU shares are lower bounds",
+			untimed, outs))
 	}
 	if a.Target.Mode == TargetAll {
 		n = append(n, "no target given: every user thread in the trace is analysed (kernel threads excluded by parent, state I and comm; see isKernelThread)")

@@ -11,6 +11,7 @@ type threadAcc struct {
 	runNs     int64  // time on a CPU, including a run still open at trace end
 	runs      Sketch // completed on-CPU runs (switch-in to switch-out), ns
 	openRuns  int64  // runs still open at trace end (censored, not in runs)
+	endless   int64  // runs whose switch-out the trace missed (not in runs or runNs)
 	wakeLat   Sketch // waking → running, ns, for wakings that led to a run
 	wakeups   int64  // wakings that made the thread runnable
 	wakesOut  int64  // wakings this thread performed on others (not in IRQ context)
@@ -174,7 +175,8 @@ func (c *collector) onSlice(r observe.SliceRow) {
 	dur := r.Dur
 	if dur < 0 {
 		if !c.finished {
-			return // ended by a switch that did not match it: data loss
+			a.endless++ // ended by a switch that did not match it: data loss
+			return
 		}
 		a.openRuns++
 		a.runNs += max(c.lastTS-r.TS, 0)

@@ -88,8 +88,8 @@ type Features struct {
 	Run        Dist  `json:"run"`
 	RunTimeP50 int64 `json:"run_time_weighted_p50_ns"`
 	OpenRuns   int64 `json:"open_runs"`
-	// UntimedRuns are switch-outs whose switch-in the trace missed (a
-	// filtered or lossy recording): their lengths are in neither Run nor
+	// UntimedRuns are runs whose switch-in or switch-out the trace missed
+	// (a filtered or lossy recording): their lengths are in neither Run nor
 	// RunNs.
 	UntimedRuns int64 `json:"untimed_runs"`
 

@@ -1,8 +1,10 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/olekukonko/tablewriter"
@@ -56,11 +58,16 @@ func (a *Analysis) Report(w io.Writer, topEdges int) error {
 	}
 	fmt.Fprintln(w)
 
-	fmt.Fprintln(w, "THREADS")
+	shown := reportThreads(a.Threads, maxReportThreads)
+	if len(shown) < len(a.Threads) {
+		fmt.Fprintf(w, "THREADS (the %d busiest of %d; all are in --json)\n", len(shown), len(a.Threads))
+	} else {
+		fmt.Fprintln(w, "THREADS")
+	}
 	tab = newTable(w)
 	tab.Header("TID", "COMM", "FAMILY", "CL", "CLASS", "CPU%", "RUNS", "RUN p50", "p90", "p99", "WAKES", "/s",
 		"WAKE LAT p50/p90 (n)", "PREEMPT/S/D %", "MIGR", "CPUS", "LATCRIT", "TOP WAKER")
-	for _, th := range a.Threads {
+	for _, th := range shown {
 		f := th.Features
 		waker := "-"
 		if len(th.WokenBy) > 0 {
@@ -162,6 +169,32 @@ func (a *Analysis) Report(w io.Writer, topEdges int) error {
 	return nil
 }
 
+// maxReportThreads bounds the THREADS table; the JSON has every thread.
+const maxReportThreads = 60
+
+// reportThreads returns at most limit threads, the busiest, in their report
+// order (family, tid).
+func reportThreads(threads []Thread, limit int) []Thread {
+	if len(threads) <= limit {
+		return threads
+	}
+	idx := make([]int, len(threads))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(x, y int) int {
+		return cmp.Compare(threads[y].Features.RunNs, threads[x].Features.RunNs)
+	})
+	idx = idx[:limit]
+	slices.Sort(idx)
+	out := make([]Thread, len(idx))
+	for i, j := range idx {
+		out[i] = threads[j]
+	}
+	return out
+}
+
+// newTable returns a table in the CLI's style.
 func newTable(w io.Writer) *tablewriter.Table {
 	return tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAlignment(tw.AlignRight))
 }

@@ -45,7 +45,7 @@ func buildThreads(c *collector, p *procInfo, target []int, window float64) []Thr
 		f.WakeLatency = distOf(&a.wakeLat)
 		f.Preempted, f.Sleep, f.Disk, f.Other = a.outs[outPreempt], a.outs[outSleep], a.outs[outDisk], a.outs[outOther]
 		f.SwitchOuts = f.Preempted + f.Sleep + f.Disk + f.Other
-		f.UntimedRuns = max(0, f.SwitchOuts-f.Run.N)
+		f.UntimedRuns = max(0, f.SwitchOuts-f.Run.N) + a.endless
 		if f.SwitchOuts > 0 {
 			n := float64(f.SwitchOuts)
 			f.PreemptShare = round3(float64(f.Preempted) / n)

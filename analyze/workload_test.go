@@ -279,3 +279,24 @@ func TestReportAndDOT(t *testing.T) {
 		t.Errorf("unexpected DOT:\n%s", d)
 	}
 }
+
+// TestReportThreadLimit: a large target's THREADS table shows the busiest
+// threads only, and says so.
+func TestReportThreadLimit(t *testing.T) {
+	var threads []Thread
+	for i := 0; i < 100; i++ {
+		threads = append(threads, Thread{Tid: int32(i), Comm: fmt.Sprint("t", i), Features: Features{RunNs: int64(i)}})
+	}
+	shown := reportThreads(threads, 10)
+	if len(shown) != 10 || shown[0].Tid != 90 || shown[9].Tid != 99 {
+		t.Errorf("shown %d threads from %d to %d, want the 10 busiest (90..99) in order", len(shown), shown[0].Tid, shown[len(shown)-1].Tid)
+	}
+	a := &Analysis{Threads: threads}
+	var b bytes.Buffer
+	if err := a.Report(&b, 5); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "THREADS (the 60 busiest of 100; all are in --json)") {
+		t.Errorf("report does not say the thread table is cut:\n%s", b.String())
+	}
+}
