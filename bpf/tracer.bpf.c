@@ -31,13 +31,16 @@ const volatile struct tt_event tt_event_layout;
 const volatile enum tt_kind tt_kind_layout;
 const volatile enum tt_irq tt_irq_layout;
 
-// targets holds the thread-group ids being traced. User space seeds it and
-// refreshes it for cgroup targets; the fork handler adds children.
+// targets is a bitmap of the thread-group ids being traced: bit tgid%64 of
+// word tgid/64. An array lookup is inlined by the verifier and costs a
+// fraction of a hash lookup, and this check runs twice per context switch.
+// User space seeds it and refreshes it for cgroup targets; the fork handler
+// adds children.
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, TT_MAX_TARGETS);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TT_MAX_PID / 64);
 	__type(key, __u32);
-	__type(value, __u8);
+	__type(value, __u64);
 } targets SEC(".maps");
 
 struct {
@@ -138,9 +141,13 @@ static __always_inline bool is_target(__u32 tgid)
 {
 	if (trace_all)
 		return true;
+	__u32 w = tgid / 64;
+	__u64 *word;
+
 	if (tgid == 0)
 		return false;
-	return bpf_map_lookup_elem(&targets, &tgid) != NULL;
+	word = bpf_map_lookup_elem(&targets, &w);
+	return word && (*word & (1ULL << (tgid % 64)));
 }
 
 static __always_inline struct tt_event *reserve(void)
@@ -299,12 +306,16 @@ static __always_inline int on_fork(__u64 *ctx)
 	struct task_struct *parent = (void *)ctx[0], *child = (void *)ctx[1];
 	__u32 ptgid = BPF_CORE_READ(parent, tgid), ctgid = BPF_CORE_READ(child, tgid);
 	struct tt_event *e;
-	__u8 one = 1;
+	__u32 w = ctgid / 64;
+	__u64 *word;
 
 	if (!is_target(ptgid) && !is_target(ctgid))
 		return 0;
-	if (follow_forks && ctgid != ptgid && !trace_all)
-		bpf_map_update_elem(&targets, &ctgid, &one, BPF_ANY);
+	if (follow_forks && ctgid != ptgid && !trace_all) {
+		word = bpf_map_lookup_elem(&targets, &w);
+		if (word)
+			__sync_fetch_and_or(word, 1ULL << (ctgid % 64));
+	}
 	e = reserve();
 	if (!e)
 		return 0;

@@ -15,7 +15,7 @@
 #include <bpf/bpf_core_read.h>
 
 #define TT_COMM_LEN 16
-#define TT_MAX_TARGETS 16384
+#define TT_MAX_PID (1 << 22) /* PID_MAX_LIMIT on 64-bit kernels */
 #define TT_MAX_CPUS 4096
 #define TT_MAX_SIBLINGS 7
 #define TT_NO_CPU 0xffffffffu

@@ -476,17 +476,40 @@ type recorder struct {
 	started           time.Time
 }
 
+// addTarget adds a thread group to the kernel's target bitmap.
 func (r *recorder) addTarget(tgid int) error {
-	if tgid <= 0 || r.targets[tgid] {
+	if !r.noteTarget(tgid) {
 		return nil
 	}
-	r.targets[tgid] = true
-	r.res.Targets = append(r.res.Targets, tgid)
-	if err := r.t.objs.Targets.Put(uint32(tgid), uint8(1)); err != nil {
+	if tgid >= maxPid {
+		return fmt.Errorf("add target %d: beyond the tracer's pid range (%d)", tgid, maxPid)
+	}
+	// Read-modify-write of one word: the fork handler may set a bit of the
+	// same word meanwhile and be overwritten. That child is not lost for
+	// long: the process is found again by the next refresh.
+	key := uint32(tgid / 64)
+	var word uint64
+	if err := r.t.objs.Targets.Lookup(key, &word); err != nil {
+		return fmt.Errorf("add target %d: %w", tgid, err)
+	}
+	if err := r.t.objs.Targets.Put(key, word|1<<(tgid%64)); err != nil {
 		return fmt.Errorf("add target %d: %w", tgid, err)
 	}
 	return nil
 }
+
+// noteTarget records a thread group as traced and reports whether it is new.
+func (r *recorder) noteTarget(tgid int) bool {
+	if tgid <= 0 || r.targets[tgid] {
+		return false
+	}
+	r.targets[tgid] = true
+	r.res.Targets = append(r.res.Targets, tgid)
+	return true
+}
+
+// maxPid bounds the pids the target bitmap holds (TT_MAX_PID in bpf/tracer.h).
+const maxPid = 1 << 22
 
 // pollEvery is how long the reader sleeps between drains. Blocking in the
 // ring buffer's epoll instead costs more: the kernel must wake the reader
@@ -644,8 +667,8 @@ func (r *recorder) handle(b []byte) {
 	case bpf.TracerTtKindTT_FORK:
 		ev.Kind = KindFork
 		ev.PrevTid, ev.PrevComm = pid, pcomm
-		if tgid != ptgid {
-			r.addTarget(int(tgid)) // mirrors the kernel side's follow_forks
+		if tgid != ptgid && !r.opts.NoFollowForks && r.targets[int(ptgid)] {
+			r.noteTarget(int(tgid)) // the kernel side already set its bit
 		}
 	case bpf.TracerTtKindTT_EXIT:
 		ev.Kind = KindExit

@@ -302,3 +302,49 @@ func TestRecordMaxBytes(t *testing.T) {
 		t.Errorf("trace is %d bytes, want about %d", res.Bytes, limit)
 	}
 }
+
+// TestRecordFollowsForks: processes the target forks after attach are traced
+// from their first switch (the kernel side adds them to the target set).
+func TestRecordFollowsForks(t *testing.T) {
+	requireRoot(t)
+	sh := exec.Command("sh", "-c", "read go; for i in 1 2 3; do sleep 0.05; done")
+	stdin, err := sh.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sh.Process.Kill(); sh.Wait() })
+	var buf bytes.Buffer
+	res, err := Record(context.Background(), &buf, RecordOptions{Tgids: []int{sh.Process.Pid},
+		Duration: 10 * time.Second, StopWhenGone: true,
+		OnAttached: func() { stdin.Write([]byte("go\n")) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StopReason != StopTargetGone {
+		t.Errorf("stop reason %q, want %q", res.StopReason, StopTargetGone)
+	}
+	if len(res.Targets) != 4 {
+		t.Errorf("traced thread groups %v, want the shell and its 3 sleeps", res.Targets)
+	}
+	r, err := NewReader(bytes.NewReader(buf.Bytes()), "forks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleeps := map[int32]int{}
+	err = ForEach(r, func(ev *Event) error {
+		if ev.Kind == KindSwitch && ev.PrevComm == "sleep" {
+			sleeps[ev.PrevTid]++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sleeps) != 3 {
+		t.Errorf("switch-outs of sleep processes: %v, want 3 processes", sleeps)
+	}
+}
