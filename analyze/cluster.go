@@ -16,8 +16,8 @@ import (
 // halfway to their family's mean (familyPull), so a pool stays together
 // unless its members really differ — then the family splits and the report
 // says so. k-means (k-means++ seeding, fixed seeds, several restarts) runs
-// for every k from 2 to clusterMaxK and the k with the best mean silhouette
-// wins; ties go to the smaller k.
+// for every k from 2 to clusterMaxK; the smallest k whose mean silhouette
+// is within silhouetteSlack (5 %) of the best wins.
 const (
 	clusterMaxK     = 8
 	clusterRestarts = 16
@@ -25,6 +25,8 @@ const (
 	familyPull      = 0.5
 	// silhouetteSample bounds the points whose silhouette is computed.
 	silhouetteSample = 400
+	// silhouetteSlack is how much silhouette a smaller k may give up.
+	silhouetteSlack = 0.05
 )
 
 // clusterVector is the thread's point in feature space.

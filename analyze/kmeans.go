@@ -24,15 +24,23 @@ func chooseClusters(x [][]float64) clustering {
 	if distinct < 3 {
 		return exactClusters(x)
 	}
-	best := clustering{silhouette: math.Inf(-1)}
+	var cands []clustering
+	best := math.Inf(-1)
 	for k := 2; k <= min(clusterMaxK, distinct-1, n-1); k++ {
 		c := kmeans(x, k)
 		c.silhouette = silhouette(x, c.assign, k)
-		if c.silhouette > best.silhouette+1e-9 {
-			best = c
+		cands = append(cands, c)
+		best = math.Max(best, c.silhouette)
+	}
+	// The smallest k within silhouetteSlack of the best: silhouette tends
+	// to creep up as clusters shrink, and every group costs a scheduler
+	// layer in the profile, so extra groups must earn their keep.
+	for _, c := range cands {
+		if c.silhouette >= best-silhouetteSlack*math.Abs(best)-1e-9 {
+			return c
 		}
 	}
-	return best
+	return cands[len(cands)-1]
 }
 
 // exactClusters puts identical points together.
