@@ -1,7 +1,7 @@
 # temper-train — build, test, benchmark.
 #
 #   make demo       set up what is missing, build, trace the built-in demo workload
-#                   and show what was recorded (root: the tracer loads BPF)
+#                   and analyze the trace (root: the tracer loads BPF)
 #   make test       vet + all tests (BPF/tracefs tests need root) + a short fuzz run
 #   make fuzz       longer fuzz runs (FUZZTIME per target, default 2m)
 #   make bench      decode benchmarks with ratios against their targets
@@ -33,7 +33,8 @@ demo: setup build
 	@[ "$$(id -u)" -eq 0 ] || { echo "make demo traces with BPF and needs root: sudo make demo" >&2; exit 1; }
 	gcc -O2 -Wall -pthread -o bin/workload testdata/workload/workload.c
 	$(BIN) observe --duration 5s --out $(DEMO) -- bin/workload --dir bin
-	@echo "$(DEMO)/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/snapshot.json holds the snapshot"
+	$(BIN) analyze --snapshot $(DEMO)/snapshot.json --json $(DEMO)/analysis.json --dot $(DEMO)/wake-graph.dot $(DEMO)/trace.pftrace
+	@echo "$(DEMO)/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/analysis.json and wake-graph.dot hold the analysis"
 
 test:
 	$(GO) vet ./...

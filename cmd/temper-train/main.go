@@ -62,7 +62,7 @@ scheduling treatment, keyed to the machine shape it was measured on.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newVersionCmd(), newTraceCmd(), newObserveCmd())
+	root.AddCommand(newVersionCmd(), newTraceCmd(), newObserveCmd(), newAnalyzeCmd())
 	return root
 }
 
