@@ -150,7 +150,9 @@ static __always_inline bool is_target(__u32 tgid)
 	return word && (*word & (1ULL << (tgid % 64)));
 }
 
-static __always_inline struct tt_event *reserve(void)
+// reserve takes a zeroed ring buffer slot stamped with the time, kind and
+// CPU, counting the event as emitted or lost.
+static __always_inline struct tt_event *reserve(__u8 kind)
 {
 	__u32 zero = 0;
 	struct tt_counters *c = bpf_map_lookup_elem(&counters, &zero);
@@ -162,8 +164,12 @@ static __always_inline struct tt_event *reserve(void)
 		else
 			c->lost++;
 	}
-	if (e)
+	if (e) {
 		__builtin_memset(e, 0, sizeof(*e));
+		e->ts = bpf_ktime_get_boot_ns();
+		e->kind = kind;
+		e->cpu = bpf_get_smp_processor_id();
+	}
 	return e;
 }
 
@@ -261,12 +267,9 @@ static __always_inline int on_switch(__u64 *ctx)
 
 	if (!pt && !nt && !smt)
 		return 0;
-	e = reserve();
+	e = reserve(TT_SWITCH);
 	if (!e)
 		return 0;
-	e->ts = bpf_ktime_get_boot_ns();
-	e->kind = TT_SWITCH;
-	e->cpu = bpf_get_smp_processor_id();
 	st = prev_state_arg ? (unsigned int)ctx[3] : task_state(prev);
 	e->prev_state = report_state(preempt, st, BPF_CORE_READ(prev, exit_state));
 	fill_task(prev, &e->pid, &e->prev_tgid, &e->prev_prio, e->prev_comm);
@@ -285,12 +288,9 @@ static __always_inline int on_wake(__u64 *ctx, __u8 kind)
 
 	if (!is_target(BPF_CORE_READ(p, tgid)) && !is_target(cur >> 32))
 		return 0;
-	e = reserve();
+	e = reserve(kind);
 	if (!e)
 		return 0;
-	e->ts = bpf_ktime_get_boot_ns();
-	e->kind = kind;
-	e->cpu = bpf_get_smp_processor_id();
 	e->pid = (__u32)cur;
 	e->prev_tgid = cur >> 32;
 	bpf_get_current_comm(e->prev_comm, TT_COMM_LEN);
@@ -316,12 +316,9 @@ static __always_inline int on_fork(__u64 *ctx)
 		if (word)
 			__sync_fetch_and_or(word, 1ULL << (ctgid % 64));
 	}
-	e = reserve();
+	e = reserve(TT_FORK);
 	if (!e)
 		return 0;
-	e->ts = bpf_ktime_get_boot_ns();
-	e->kind = TT_FORK;
-	e->cpu = bpf_get_smp_processor_id();
 	fill_task(parent, &e->pid, &e->prev_tgid, &e->prev_prio, e->prev_comm);
 	fill_task(child, &e->tid, &e->tgid, &e->prio, e->comm);
 	submit(e);
@@ -335,12 +332,9 @@ static __always_inline int on_exit(__u64 *ctx)
 
 	if (!is_target(BPF_CORE_READ(p, tgid)))
 		return 0;
-	e = reserve();
+	e = reserve(TT_EXIT);
 	if (!e)
 		return 0;
-	e->ts = bpf_ktime_get_boot_ns();
-	e->kind = TT_EXIT;
-	e->cpu = bpf_get_smp_processor_id();
 	fill_task(p, &e->tid, &e->tgid, &e->prio, e->comm);
 	e->pid = e->tid;
 	e->prev_tgid = e->tgid;
@@ -356,12 +350,9 @@ static __always_inline int on_rename(__u64 *ctx)
 
 	if (!is_target(BPF_CORE_READ(p, tgid)))
 		return 0;
-	e = reserve();
+	e = reserve(TT_RENAME);
 	if (!e)
 		return 0;
-	e->ts = bpf_ktime_get_boot_ns();
-	e->kind = TT_RENAME;
-	e->cpu = bpf_get_smp_processor_id();
 	fill_task(p, &e->tid, &e->tgid, &e->prio, e->prev_comm);
 	bpf_probe_read_kernel_str(e->comm, TT_COMM_LEN, comm);
 	e->pid = e->tid;
