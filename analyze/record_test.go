@@ -70,7 +70,7 @@ func TestRecordAndAnalyze(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := observe.Record(ctx, f, observe.RecordOptions{Tgids: []int{pid}, Duration: 2 * time.Second,
-		Siblings: siblingsOf(snap.Topology)})
+		Siblings: snap.Topology.SiblingLists()})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -114,16 +114,4 @@ func TestRecordAndAnalyze(t *testing.T) {
 	if testing.Verbose() {
 		a.Report(os.Stdout, 10)
 	}
-}
-
-// siblingsOf lists each CPU's SMT siblings from the topology.
-func siblingsOf(topo *snapshot.Topology) [][]int {
-	var out [][]int
-	for _, c := range topo.CPUs {
-		for len(out) <= c.ID {
-			out = append(out, nil)
-		}
-		out[c.ID] = c.Siblings
-	}
-	return out
 }

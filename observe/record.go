@@ -116,9 +116,9 @@ func (r *RecordResult) TotalLost() uint64 {
 
 // Errors a caller can act on.
 var (
-	ErrNoPrivilege  = errors.New("tracing needs root or CAP_BPF with CAP_PERFMON")
-	ErrNoKernelBPF  = errors.New("the kernel lacks BPF support the tracer needs")
-	ErrNoTargets    = errors.New("nothing to trace")
+	ErrNoPrivilege = errors.New("tracing needs root or CAP_BPF with CAP_PERFMON")
+	ErrNoKernelBPF = errors.New("the kernel lacks BPF support the tracer needs")
+	ErrNoTargets   = errors.New("nothing to trace")
 )
 
 // CheckTracing reports whether this process may load and attach the tracer:
@@ -465,7 +465,7 @@ type recorder struct {
 
 	targets map[int]bool
 	tgidOf  map[int32]int32 // threads already described in the trace
-	lastTS  []int64 // per CPU; math.MinInt64 before the first event
+	lastTS  []int64         // per CPU; math.MinInt64 before the first event
 	comms   map[[16]byte]string
 	ev      Event
 	rec     ringbuf.Record

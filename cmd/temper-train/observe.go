@@ -158,10 +158,12 @@ func runObserve(cmd *cobra.Command, f observeFlags, command []string) error {
 	opts.Tgids = tgt.Tgids
 	opts.Refresh = tgt.Refresh
 	opts.StopWhenGone = tgt.Kind == target.KindPid || tgt.Kind == target.KindCommand
-	opts.Siblings = siblings(snap.Topology)
+	opts.Siblings = snap.Topology.SiblingLists()
 	prog := newProgressLine(stderr, f.quiet)
 	opts.Progress = prog.update
-	opts.OnAttached = func() { prog.say("tracing %s (%d processes) for up to %s; Ctrl-C stops early", tgt.Description, len(tgt.Tgids), f.duration) }
+	opts.OnAttached = func() {
+		prog.say("tracing %s (%d processes) for up to %s; Ctrl-C stops early", tgt.Description, len(tgt.Tgids), f.duration)
+	}
 
 	tracePath := filepath.Join(dir, "trace.pftrace")
 	var res *observe.RecordResult
@@ -295,21 +297,6 @@ func makeDir(dir string) (bool, error) {
 		return false, fmt.Errorf("--out %s: %w", dir, err)
 	}
 	return true, nil
-}
-
-// siblings turns the topology into the tracer's per-CPU sibling lists.
-func siblings(t *snapshot.Topology) [][]int {
-	if t == nil {
-		return nil
-	}
-	var out [][]int
-	for _, c := range t.CPUs {
-		for len(out) <= c.ID {
-			out = append(out, nil)
-		}
-		out[c.ID] = c.Siblings
-	}
-	return out
 }
 
 // progressLine shows the recording's progress on stderr: rewritten in place

@@ -33,6 +33,23 @@ type Topology struct {
 	NUMANodes []NUMANode `json:"numa_nodes"`
 }
 
+// SiblingLists returns, indexed by CPU id, each online CPU's SMT siblings
+// (itself included), the form the tracer takes (observe.RecordOptions.Siblings).
+// Offline CPUs get nil.
+func (t *Topology) SiblingLists() [][]int {
+	if t == nil {
+		return nil
+	}
+	var out [][]int
+	for _, c := range t.CPUs {
+		for len(out) <= c.ID {
+			out = append(out, nil)
+		}
+		out[c.ID] = c.Siblings
+	}
+	return out
+}
+
 // CPU is one online logical CPU.
 type CPU struct {
 	ID       int   `json:"id"`
