@@ -37,6 +37,8 @@ demo: setup build
 	@echo "$(DEMO)/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/analysis.json and wake-graph.dot hold the analysis"
 
 test:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		[ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted" >&2; exit 1; }
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	FUZZTIME=$(SHORTFUZZ) GO=$(GO) scripts/fuzz.sh
