@@ -1,0 +1,111 @@
+// Package scheduler applies a workload profile to a running workload and
+// reverts it: through an embedded sched_ext scheduler (scheduler/scx) or,
+// on kernels without sched_ext, through CFS policy, nice and affinity
+// (scheduler/cfs). Both take the same Plan; neither falls back to the other
+// silently.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/profiles"
+)
+
+// ErrUnsupported is wrapped by Probe errors: the backend cannot run on this
+// machine (no sched_ext, another scheduler attached, missing privileges).
+var ErrUnsupported = errors.New("scheduler backend not supported here")
+
+// Plan is what a backend applies: a linted profile with compiled matchers,
+// the machine's topology and the cores each exclusive group owns.
+type Plan struct {
+	Profile    *profiles.Profile
+	Classifier *profiles.Classifier
+	Topology   *snapshot.Topology
+	Cores      Allocation
+	// Threads lists the target's threads now. Backends call it when they
+	// start and again on Refresh, so threads created later are classified.
+	Threads func() ([]profiles.Thread, error)
+}
+
+// Backend applies plans. Implementations: scheduler/scx, scheduler/cfs.
+type Backend interface {
+	// Name is "sched_ext" or "cfs", as profiles.MatcherKinds knows it.
+	Name() string
+	// Probe checks that the backend can run here; errors wrap ErrUnsupported
+	// and say what is missing.
+	Probe() error
+	// Apply puts the plan in force. On error nothing stays changed.
+	Apply(ctx context.Context, p Plan) (Applied, error)
+}
+
+// Applied is a plan in force.
+type Applied interface {
+	// Refresh classifies threads that appeared since the last call.
+	Refresh() error
+	// Stats returns per-group counters since Apply, in group order, then the
+	// default (unprofiled) layer last where the backend has one.
+	Stats() ([]GroupStats, error)
+	// Revert restores what Apply changed. It is idempotent and must be
+	// called on every exit path.
+	Revert() error
+}
+
+// GroupStats are one thread group's counters. Fields a backend cannot
+// measure stay zero and are named in Missing.
+type GroupStats struct {
+	Group       string
+	Treatment   profiles.Treatment
+	Threads     int    // threads assigned now
+	RuntimeNs   uint64 // CPU time of the group's threads
+	Dispatches  uint64
+	Preemptions uint64
+	// SiblingBusy counts the times an exclusive thread ran while its SMT
+	// sibling was running something else.
+	SiblingBusy uint64
+	Missing     []string
+}
+
+// Allocation says which CPUs each exclusive group owns and which are left.
+type Allocation struct {
+	// Exclusive is indexed like Profile.ThreadGroups: the CPUs (every SMT
+	// sibling of each owned core) of an exclusive group, nil for others.
+	Exclusive [][]int
+	// Shared are the CPUs of the cores nobody owns.
+	Shared []int
+}
+
+// Allocate gives every exclusive group its ExclusiveCores whole cores,
+// taking cores from the highest-numbered down so that core 0, where the
+// system's housekeeping tends to run, stays shared. At least one core is
+// always left shared: a plan that would take every core is an error naming
+// the group that did not fit.
+func Allocate(p *profiles.Profile, t *snapshot.Topology) (Allocation, error) {
+	if t == nil || len(t.Cores) == 0 {
+		return Allocation{}, errors.New("allocate cores: no CPU topology")
+	}
+	a := Allocation{Exclusive: make([][]int, len(p.ThreadGroups))}
+	next := len(t.Cores) - 1
+	for i, g := range p.ThreadGroups {
+		if g.Treatment != profiles.Exclusive {
+			continue
+		}
+		if g.ExclusiveCores <= 0 {
+			return Allocation{}, fmt.Errorf("thread group %q: exclusive without exclusive_cores", g.Name)
+		}
+		if next+1-g.ExclusiveCores < 1 {
+			return Allocation{}, fmt.Errorf("thread group %q: %d exclusive cores do not fit: %d of the machine's %d cores are left and one must stay shared",
+				g.Name, g.ExclusiveCores, next+1, len(t.Cores))
+		}
+		for n := 0; n < g.ExclusiveCores; n++ {
+			a.Exclusive[i] = append(a.Exclusive[i], t.Cores[next].CPUs...)
+			next--
+		}
+	}
+	for c := 0; c <= next; c++ {
+		a.Shared = append(a.Shared, t.Cores[c].CPUs...)
+	}
+	return a, nil
+}
