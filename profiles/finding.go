@@ -1,0 +1,71 @@
+package profiles
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Severity says whether a finding stops a profile (Error) or is advice
+// (Warning). Under --strict warnings count as errors.
+type Severity int
+
+// Severities.
+const (
+	Warning Severity = iota + 1
+	Error
+)
+
+func (s Severity) String() string {
+	switch s {
+	case Warning:
+		return "warning"
+	case Error:
+		return "error"
+	}
+	return fmt.Sprintf("severity(%d)", int(s))
+}
+
+// Finding is one problem Lint found.
+type Finding struct {
+	Severity Severity
+	// Group is the index of the thread group in Profile.ThreadGroups, or -1
+	// for the profile as a whole; GroupName is its name.
+	Group     int
+	GroupName string
+	// Field is the key the finding is about, relative to the group (e.g.
+	// "exclusive_cores", "match.comm_regex") or to the profile (e.g.
+	// "machine_shape", "fingerprint.images[0]").
+	Field string
+	// Backend is set when the finding holds for one backend only.
+	Backend string
+	Message string
+}
+
+// String formats f as one line: `error: group "x": field: message`.
+func (f Finding) String() string {
+	var b strings.Builder
+	b.WriteString(f.Severity.String())
+	b.WriteString(": ")
+	if f.Group >= 0 {
+		fmt.Fprintf(&b, "group %q: ", f.GroupName)
+	}
+	if f.Field != "" {
+		b.WriteString(f.Field)
+		b.WriteString(": ")
+	}
+	if f.Backend != "" {
+		fmt.Fprintf(&b, "[%s] ", f.Backend)
+	}
+	b.WriteString(f.Message)
+	return b.String()
+}
+
+// HasErrors reports whether any finding is an error.
+func HasErrors(fs []Finding) bool {
+	for _, f := range fs {
+		if f.Severity == Error {
+			return true
+		}
+	}
+	return false
+}
