@@ -1,0 +1,263 @@
+package cfs
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/profiles"
+	"temper.codes/temper-train/scheduler"
+)
+
+// needRoot skips (loudly) where threads of other processes cannot be
+// changed; CI runs as root and must not skip.
+func needRoot(t *testing.T) {
+	t.Helper()
+	if err := New(Options{}).Probe(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("CI must be able to change thread scheduling: %v", err)
+		}
+		t.Skipf("NOT RUN: %s changes real threads' scheduling: %v", t.Name(), err)
+	}
+}
+
+// gcc builds a C program from testdata (or the repository's) into a
+// temporary directory.
+func gcc(t *testing.T, src string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(src), ".c"))
+	if out, err := exec.Command("gcc", "-O2", "-Wall", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", src, err, out)
+	}
+	return bin
+}
+
+// proc is a started test program and the threads it announced.
+type proc struct {
+	cmd   *exec.Cmd
+	lines *bufio.Scanner
+	tids  map[string]int // by name
+}
+
+// startWorkload starts testdata/workload (13 named threads) and waits for
+// "ready".
+func startWorkload(t *testing.T) *proc {
+	t.Helper()
+	bin := gcc(t, "../../testdata/workload/workload.c")
+	p := start(t, bin, "--dir", t.TempDir(), "--rate", "500")
+	for p.lines.Scan() {
+		f := strings.Fields(p.lines.Text())
+		if len(f) == 3 && f[0] == "thread" {
+			tid, _ := strconv.Atoi(f[1])
+			p.tids[f[2]] = tid
+		}
+		if f[0] == "ready" {
+			return p
+		}
+	}
+	t.Fatalf("workload ended before ready: %v", p.lines.Err())
+	return nil
+}
+
+// start runs a program with stdout piped; it is stopped (SIGTERM, then
+// SIGKILL) and reaped when the test ends.
+func start(t *testing.T, bin string, args ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	return &proc{cmd: cmd, lines: bufio.NewScanner(out), tids: map[string]int{}}
+}
+
+// kernelView is a thread's scheduling as the kernel reports it in /proc,
+// read independently of the backend's own system calls.
+type kernelView struct {
+	CPUs   string // Cpus_allowed_list
+	Policy int    // stat field 41
+	RTPrio int    // stat field 40
+	Nice   int    // stat field 19
+}
+
+func (k kernelView) String() string {
+	return fmt.Sprintf("cpus %s %s prio %d nice %d", k.CPUs, snapshot.PolicyName(k.Policy), k.RTPrio, k.Nice)
+}
+
+func readKernel(t *testing.T, tid int) kernelView {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/stat")
+	if err != nil {
+		t.Fatalf("thread %d: %v", tid, err)
+	}
+	f, err := scheduler.StatFields(b)
+	if err != nil || len(f) < 41-2 {
+		t.Fatalf("thread %d stat: %v", tid, err)
+	}
+	var k kernelView
+	k.Nice, _ = strconv.Atoi(f[19-3])
+	k.RTPrio, _ = strconv.Atoi(f[40-3])
+	k.Policy, _ = strconv.Atoi(f[41-3])
+	st, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	if err != nil {
+		t.Fatalf("thread %d: %v", tid, err)
+	}
+	for line := range strings.SplitSeq(string(st), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			k.CPUs = strings.TrimSpace(v)
+		}
+	}
+	return k
+}
+
+// views reads every thread of p.
+func (p *proc) views(t *testing.T) map[string]kernelView {
+	t.Helper()
+	out := map[string]kernelView{}
+	for name, tid := range p.tids {
+		out[name] = readKernel(t, tid)
+	}
+	return out
+}
+
+// plan builds a plan for the processes pids on this machine.
+func plan(t *testing.T, prof *profiles.Profile, pids ...int) scheduler.Plan {
+	t.Helper()
+	topo, err := snapshot.ReadTopology("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cores, err := scheduler.Allocate(prof, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := profiles.Compile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scheduler.Plan{Profile: prof, Classifier: cl, Topology: topo, Cores: cores,
+		Threads: scheduler.ThreadsOf(func() ([]int, error) { return pids, nil })}
+}
+
+// needCores skips unless the machine has n physical cores (exclusive
+// groups take whole cores and one must stay shared).
+func needCores(t *testing.T, n int) {
+	t.Helper()
+	topo, err := snapshot.ReadTopology("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(topo.Cores) < n {
+		t.Skipf("NOT RUN: %s needs %d physical cores, this machine has %d", t.Name(), n, len(topo.Cores))
+	}
+}
+
+// applyForTest applies with a state file in a temporary directory and
+// reverts when the test ends.
+func applyForTest(t *testing.T, ctx context.Context, p scheduler.Plan) (scheduler.Applied, string, *noteLog) {
+	t.Helper()
+	state := filepath.Join(t.TempDir(), "state.json")
+	notes := &noteLog{}
+	b := New(Options{StateFile: state, Note: notes.add})
+	a, err := b.Apply(ctx, p)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	t.Cleanup(func() { a.Revert() })
+	return a, state, notes
+}
+
+// noteLog collects a backend's notes; reverts on a cancelled context note
+// from another goroutine.
+type noteLog struct {
+	mu    sync.Mutex
+	notes []string
+}
+
+func (n *noteLog) add(m string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.notes = append(n.notes, m)
+}
+
+func (n *noteLog) String() string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return strings.Join(n.notes, "\n")
+}
+
+// cpus formats a CPU list as the kernel does.
+func cpus(c []int) string { return cpuString(c) }
+
+// minus returns the online CPUs of list that are not in drop.
+func minus(t *testing.T, list string, drop []int) string {
+	t.Helper()
+	all, err := snapshot.ParseCPUList(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, c := range all {
+		keep := true
+		for _, d := range drop {
+			keep = keep && c != d
+		}
+		if keep {
+			out = append(out, c)
+		}
+	}
+	return cpuString(out)
+}
+
+func boolp(b bool) *bool { return &b }
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func fmtSscan(s, format string, a ...any) (int, error) { return fmt.Sscanf(s, format, a...) }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// exec1 runs a process to its end and returns its (now free) pid.
+func exec1(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	must(t, cmd.Run())
+	return cmd.Process.Pid
+}
+
+func parseCPUs(t *testing.T, list string) []int {
+	t.Helper()
+	c, err := snapshot.ParseCPUList(list)
+	must(t, err)
+	return c
+}

@@ -1,0 +1,72 @@
+package cfs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestNiceForWeight(t *testing.T) {
+	cases := []struct{ weight, nice int }{
+		{0, -5},      // latency without a weight
+		{100, 0},     // the default weight is nice 0's 1024
+		{200, -3},    // 2048: nearest 1991 (nice -3)
+		{50, 3},      // 512: nearest 526
+		{1000, -10},  // 10240: nearest 9548
+		{10000, -20}, // beyond the table
+		{1, 19},      // below it
+		{-7, -5},     // invalid reads as unset
+		{125, -1},    // 1280: 1277
+		{80, 1},      // 819: 820
+		{3000, -15},  // 30720: 29154
+		{8700, -20},  // 89088: 88761
+		{4, 14},      // 40.96: 45 is nearer than 36 on the log scale
+	}
+	for _, c := range cases {
+		if got := NiceForWeight(c.weight); got != c.nice {
+			t.Errorf("NiceForWeight(%d) = %d, want %d", c.weight, got, c.nice)
+		}
+	}
+}
+
+func TestCPUString(t *testing.T) {
+	cases := []struct {
+		cpus []int
+		want string
+	}{
+		{nil, "(none)"},
+		{[]int{0}, "0"},
+		{[]int{0, 1, 2, 3}, "0-3"},
+		{[]int{3, 1, 0, 6, 7}, "0-1,3,6-7"},
+	}
+	for _, c := range cases {
+		if got := cpuString(c.cpus); got != c.want {
+			t.Errorf("cpuString(%v) = %q, want %q", c.cpus, got, c.want)
+		}
+	}
+}
+
+func TestCheckRTBounded(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		content string // "" for a missing file
+		err     string
+	}{
+		{"950000\n", ""},
+		{"0\n", ""},
+		{"-1\n", "is -1, so SCHED_RR threads would run unbounded"},
+		{"lots\n", "lots"},
+		{"", "needs the kernel's RT throttling"},
+	}
+	for i, c := range cases {
+		path := filepath.Join(dir, "rt"+itoa(i))
+		if c.content != "" {
+			must(t, os.WriteFile(path, []byte(c.content), 0o644))
+		}
+		err := checkRTBounded(path)
+		if (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%q: error %v, want %q", c.content, err, c.err)
+		}
+	}
+}

@@ -1,0 +1,118 @@
+package scheduler
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestParseCgroup(t *testing.T) {
+	cases := []struct {
+		name, in, want, err string
+	}{
+		{"v2 only", "0::/kubepods.slice/pod1/cri-abc.scope\n", "/kubepods.slice/pod1/cri-abc.scope", ""},
+		{"hybrid: v1 cpu wins", "4:memory:/m\n2:cpu,cpuacct:/kubepods/pod1/abc\n0::/init.scope\n", "/kubepods/pod1/abc", ""},
+		{"v1 cpu alone", "3:cpuset:/x\n1:cpu:/batch\n", "/batch", ""},
+		{"v1 without cpu, v2 present", "4:memory:/m\n0::/user.slice\n", "/user.slice", ""},
+		{"cpuacct is not cpu", "2:cpuacct:/acct\n0::/v2\n", "/v2", ""},
+		{"nothing", "", "", ""},
+		{"malformed", "garbage\n", "", "want id:controllers:path"},
+	}
+	for _, c := range cases {
+		got, err := ParseCgroup([]byte(c.in))
+		if got != c.want || (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%s: ParseCgroup = %q, %v; want %q, %q", c.name, got, err, c.want, c.err)
+		}
+	}
+}
+
+func TestCmdlineString(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"postgres: walwriter\x00\x00\x00", "postgres: walwriter"},
+		{"/usr/bin/redis-server\x00*:6379\x00", "/usr/bin/redis-server *:6379"},
+		{"", ""},
+	}
+	for _, c := range cases {
+		if got := CmdlineString([]byte(c.in)); got != c.want {
+			t.Errorf("CmdlineString(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestListThreadsSelf lists this test process's own threads and checks
+// them against what the kernel says directly.
+func TestListThreadsSelf(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pid, tid := os.Getpid(), unix.Gettid()
+	threads, err := ListThreads([]int{pid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	comm, _ := os.ReadFile("/proc/self/comm")
+	cg, _ := os.ReadFile("/proc/self/cgroup")
+	wantCg, _ := ParseCgroup(cg)
+	var sawLeader, sawMe bool
+	for i, th := range threads {
+		if i > 0 && threads[i-1].Tid >= th.Tid {
+			t.Errorf("not sorted by tid: %d after %d", th.Tid, threads[i-1].Tid)
+		}
+		if th.Tgid != pid || th.Pcomm != strings.TrimSpace(string(comm)) || !strings.HasPrefix(th.Cmdline, os.Args[0]) || th.Cgroup != wantCg {
+			t.Errorf("thread %+v: want tgid %d, pcomm %q, cmdline starting %q, cgroup %q", th, pid, comm, os.Args[0], wantCg)
+		}
+		sawLeader = sawLeader || th.Tid == pid && th.Leader()
+		sawMe = sawMe || th.Tid == tid
+	}
+	if !sawLeader || !sawMe {
+		t.Errorf("threads %v lack the leader %d or this thread %d", threads, pid, tid)
+	}
+	one, err := ReadThread(pid, tid)
+	if err != nil || one.Tid != tid || one.Tgid != pid {
+		t.Errorf("ReadThread: %+v, %v", one, err)
+	}
+}
+
+// TestGoneProcesses: processes that exited are left out of lists and give
+// ErrThreadGone when asked for alone.
+func TestGoneProcesses(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	threads, err := ListThreads([]int{pid})
+	if err != nil || len(threads) != 0 {
+		t.Errorf("ListThreads of an exited process: %v, %v; want none and no error", threads, err)
+	}
+	if _, err := ProcessThreads(pid); !errors.Is(err, ErrThreadGone) {
+		t.Errorf("ProcessThreads: %v, want ErrThreadGone", err)
+	}
+	if _, err := TaskStartTime(pid); !errors.Is(err, ErrThreadGone) || !IsGone(err) {
+		t.Errorf("TaskStartTime: %v, want ErrThreadGone", err)
+	}
+}
+
+func TestTaskStartTime(t *testing.T) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := StatFields(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := strconv.ParseUint(f[22-3], 10, 64)
+	got, err := TaskStartTime(os.Getpid())
+	if err != nil || got != want || got == 0 {
+		t.Errorf("TaskStartTime = %d, %v; want %d", got, err, want)
+	}
+	if _, err := StatFields([]byte("12 (a) b) S 1")); err == nil {
+		t.Error("StatFields accepted a short line")
+	}
+}
