@@ -53,7 +53,9 @@ type Choice struct {
 // explanation says so; that is not an error.
 func Resolve(cands []Candidate, pod PodInfo, machine Shape) (Choice, error) {
 	var ch Choice
-	say := func(format string, args ...any) { ch.Explanation = append(ch.Explanation, fmt.Sprintf(format, args...)) }
+	say := func(format string, args ...any) {
+		ch.Explanation = append(ch.Explanation, fmt.Sprintf(format, args...))
+	}
 
 	id, explicit, err := selectID(cands, pod, say)
 	if err != nil {
