@@ -19,6 +19,7 @@ type analyzeFlags struct {
 	process  string
 	json     string
 	dot      string
+	plot     string
 	edges    int
 }
 
@@ -43,9 +44,14 @@ thread in the trace is analysed.
 
 --json writes the analysis (schema temper-train/analysis/v1) to a file, or to
 stdout with "-" (the report is then not printed). --dot writes the wake graph
-for Graphviz. Files are written whole or not at all.`,
+for Graphviz. --plot writes pictures to a directory (created if missing), each
+as SVG and PNG: runtime-wakerate (every thread's CPU share against its wake
+rate, log–log, coloured by cluster), runlength-cdf and wakelatency-cdf (per
+cluster, pooled from the threads' p50/p90/p99/max); their paths are printed
+after the report. Files are written whole or not at all.`,
 		Example: `  temper-train analyze testdata/traces/workload-tracefs.txt.gz --pid 19560
   temper-train analyze out/trace.pftrace --snapshot out/snapshot.json --json out/analysis.json --dot out/wakes.dot
+  temper-train analyze out/trace.pftrace --snapshot out/snapshot.json --plot out/plots
   temper-train analyze pg.pftrace --process postgres --json - | jq '.clusters'`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -58,6 +64,7 @@ for Graphviz. Files are written whole or not at all.`,
 	fl.StringVar(&f.process, "process", "", "analyse every process with this name")
 	fl.StringVar(&f.json, "json", "", `write the analysis as JSON to FILE ("-" for stdout)`)
 	fl.StringVar(&f.dot, "dot", "", "write the wake graph as Graphviz DOT to FILE")
+	fl.StringVar(&f.plot, "plot", "", "write pictures (SVG and PNG) of the clusters to directory DIR")
 	fl.IntVar(&f.edges, "edges", 15, "wake edges to list in the report (0 = all)")
 	return cmd
 }
@@ -80,7 +87,7 @@ func parsePids(s string) ([]int, error) {
 }
 
 // runAnalyze checks the flags, loads the snapshot, analyses the trace and
-// writes the report, JSON and DOT outputs (files atomically).
+// writes the report, JSON, DOT and picture outputs (files atomically).
 func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
 	pids, err := parsePids(f.pids)
 	if err != nil {
@@ -94,6 +101,12 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
 	}
 	if f.json != "" && f.json == f.dot {
 		return usageError{errors.New("--json and --dot name the same file")}
+	}
+	if f.plot != "" {
+		// Before the analysis, which takes a while, so a wrong path fails fast.
+		if err := analyze.CheckPlotDir(f.plot); err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
 	}
 	opts := analyze.Options{Pids: pids, Process: f.process}
 	if f.snapshot != "" {
@@ -113,6 +126,12 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
 			return err
 		}
 	}
+	var plots []string
+	if f.plot != "" {
+		if plots, err = analyze.WritePlots(a, f.plot); err != nil {
+			return fmt.Errorf("--plot: %w", err)
+		}
+	}
 	switch f.json {
 	case "":
 	case "-":
@@ -122,5 +141,13 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
 			return err
 		}
 	}
-	return a.Report(out, f.edges)
+	if err := a.Report(out, f.edges); err != nil {
+		return err
+	}
+	for _, p := range plots {
+		if _, err := fmt.Fprintf(out, "wrote %s\n", p); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
 	"errors"
+	"image/png"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,6 +134,127 @@ func TestAnalyzeBadInput(t *testing.T) {
 	ents, _ := os.ReadDir(dir)
 	if len(ents) != 2 {
 		t.Errorf("files after failures: %v", ents)
+	}
+}
+
+// TestAnalyzePlot runs --plot on the workload trace: the pictures land in a
+// directory the command creates, their paths follow the report (not when the
+// JSON goes to stdout), and a path that is not a directory fails before
+// anything is written.
+func TestAnalyzePlot(t *testing.T) {
+	base := t.TempDir()
+	names := []string{"runtime-wakerate.svg", "runtime-wakerate.png", "runlength-cdf.svg",
+		"runlength-cdf.png", "wakelatency-cdf.svg", "wakelatency-cdf.png"}
+	cases := []struct {
+		name      string
+		args      []string
+		dir       string
+		listPaths bool // stdout ends with the written paths
+		json      bool // stdout is the JSON alone
+	}{
+		{"report", []string{"--pid", "19560"}, filepath.Join(base, "a", "plots"), true, false},
+		{"json to stdout", []string{"--pid", "19560", "--json", "-"}, filepath.Join(base, "b"), false, true},
+		{"json to file", []string{"--pid", "19560", "--json", filepath.Join(base, "c.json")}, filepath.Join(base, "c"), true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args := append([]string{"analyze", example, "--plot", c.dir}, c.args...)
+			code, out, stderr := analyzeCLI(args...)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var listed []string
+			for _, n := range names {
+				p := filepath.Join(c.dir, n)
+				if strings.Contains(out, "wrote "+p+"\n") {
+					listed = append(listed, p)
+				}
+				data, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatalf("%s not written: %v", n, err)
+				}
+				switch filepath.Ext(n) {
+				case ".png":
+					img, err := png.Decode(bytes.NewReader(data))
+					if err != nil {
+						t.Errorf("%s: %v", n, err)
+					} else if b := img.Bounds(); b.Dx() != 960 || b.Dy() != 576 {
+						t.Errorf("%s is %dx%d, want 960x576", n, b.Dx(), b.Dy())
+					}
+				case ".svg":
+					if clusters := svgLegendEntries(t, n, data); clusters < 2 {
+						t.Errorf("%s: %d cluster legend entries", n, clusters)
+					}
+				}
+			}
+			if c.listPaths {
+				if len(listed) != len(names) || !strings.HasSuffix(out, "wrote "+listed[len(listed)-1]+"\n") {
+					t.Errorf("stdout lists %d of the %d pictures at its end:\n%s", len(listed), len(names), out)
+				}
+				if !strings.Contains(out, "CLUSTERS") {
+					t.Error("the report is missing")
+				}
+			}
+			if c.json {
+				var a map[string]any
+				if err := json.Unmarshal([]byte(out), &a); err != nil || len(listed) != 0 {
+					t.Errorf("--json - with --plot: stdout is not the JSON alone (%v, %d paths listed)", err, len(listed))
+				}
+			}
+		})
+	}
+
+	t.Run("not a directory", func(t *testing.T) {
+		dir := t.TempDir()
+		file := filepath.Join(dir, "plots")
+		if err := os.WriteFile(file, []byte("keep"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		jsonOut := filepath.Join(dir, "a.json")
+		for _, target := range []string{file, filepath.Join(file, "sub")} {
+			code, out, stderr := analyzeCLI("analyze", example, "--pid", "19560", "--plot", target, "--json", jsonOut)
+			if code != exitFailure || !strings.Contains(stderr, "--plot") || !strings.Contains(stderr, file) ||
+				!strings.Contains(stderr, "not a directory") {
+				t.Errorf("--plot %s: exit %d, stderr %q; want exit 1 naming --plot and the path", target, code, stderr)
+			}
+			if strings.Count(strings.TrimSpace(stderr), "\n") > 0 || out != "" {
+				t.Errorf("--plot %s: error not one line (%q) or output printed (%q)", target, stderr, out)
+			}
+		}
+		ents, _ := os.ReadDir(dir)
+		if len(ents) != 1 {
+			t.Errorf("files after the failures: %v (want only the file in the way)", ents)
+		}
+		if data, _ := os.ReadFile(file); string(data) != "keep" {
+			t.Errorf("the file in the way was changed: %q", data)
+		}
+	})
+}
+
+// svgLegendEntries checks data is well-formed XML and counts its texts that
+// are cluster legend entries.
+func svgLegendEntries(t *testing.T, name string, data []byte) int {
+	t.Helper()
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	n, inText := 0, false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return n
+		}
+		if err != nil {
+			t.Fatalf("%s: not well-formed XML: %v", name, err)
+		}
+		switch e := tok.(type) {
+		case xml.StartElement:
+			inText = e.Name.Local == "text"
+		case xml.CharData:
+			if inText && strings.HasPrefix(string(e), "cluster ") {
+				n++
+			}
+		case xml.EndElement:
+			inText = false
+		}
 	}
 }
 
