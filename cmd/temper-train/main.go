@@ -63,6 +63,7 @@ scheduling treatment, keyed to the machine shape it was measured on.`,
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCmd(), newTraceCmd(), newObserveCmd(), newAnalyzeCmd())
+	root.AddCommand(newLintCmd())
 	return root
 }
 
