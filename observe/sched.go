@@ -27,7 +27,7 @@ type Sched struct {
 	OnState func(StateRow)
 
 	cpus  []pendingSlice
-	state []threadRow // by utid: the open interval
+	state []threadState // by utid
 	stats SchedStats
 }
 
@@ -62,19 +62,38 @@ type SchedStats struct {
 	LateBlockedReason int64 // sched_blocked_reason with no blocked interval to annotate
 }
 
+// pendingSlice is the slice a CPU is running: what SliceRow needs besides
+// its end. It and threadState are kept small because every event touches one
+// or two of them, and their size decides how many threads fit in the cache.
 type pendingSlice struct {
-	valid bool
+	ts    int64
+	utid  int32
 	tid   int32
-	row   SliceRow
+	prio  int32
+	valid bool
 }
 
-type threadRow struct {
-	open bool
-	row  StateRow
+// threadState is a thread's open state interval and its held one, without the
+// fields a StateRow can be rebuilt from (the UTID is its index, Dur is -1
+// while open).
+type threadState struct {
+	ts    int64 // start of the open interval
+	cpu   int32 // CPU of a Running interval, else -1
+	waker int32 // waker UTID of an R interval opened by a waking, else -1
+	state TaskState
+	irq   IRQContext
+	io    int8 // IOWait of the open interval
+	open  bool
+
 	// held is the last closed blocked interval, kept back until the thread
-	// blocks again because sched_blocked_reason may still annotate it.
-	held    bool
-	heldRow StateRow
+	// blocks again because sched_blocked_reason may still annotate it. Only
+	// a switch-out opens a blocked interval, so a held one always has CPU
+	// and Waker -1 and no IRQ context: only these fields vary.
+	held      bool
+	heldIO    int8
+	heldState TaskState
+	heldTS    int64
+	heldDur   int64
 }
 
 // NewSched returns a tracker that resolves threads in t.
@@ -86,12 +105,19 @@ func (s *Sched) Threads() *Threads { return s.threads }
 // Stats returns what the tracker counted.
 func (s *Sched) Stats() SchedStats { return s.stats }
 
+// utid resolves tid, creating the thread and its state on first reference.
 func (s *Sched) utid(tid int32) int {
 	u := s.threads.Get(tid)
-	for u >= len(s.state) {
-		s.state = append(s.state, threadRow{})
+	if u >= len(s.state) {
+		s.growState(u)
 	}
 	return u
+}
+
+func (s *Sched) growState(u int) {
+	for u >= len(s.state) {
+		s.state = append(s.state, threadState{cpu: -1, waker: -1, io: -1})
+	}
 }
 
 // Add applies one event.
@@ -138,13 +164,11 @@ func (s *Sched) Add(ev *Event) {
 			tgid = ev.Tid
 		}
 		u := t.start(ev.TS, ev.Tid)
-		for u >= len(s.state) {
-			s.state = append(s.state, threadRow{})
-		}
+		s.growState(u)
 		t.all[u].Tgid = tgid
 		t.setName(u, ev.TS, ev.Comm)
 		if waker >= 0 {
-			s.open(u, StateRow{TS: ev.TS, State: StateRunnable, CPU: -1, Waker: waker, IOWait: -1})
+			s.open(u, ev.TS, StateRunnable, -1, int32(waker), IRQNone)
 		}
 	case KindRename:
 		t.setName(s.utid(ev.Tid), ev.TS, ev.Comm)
@@ -164,10 +188,10 @@ func (s *Sched) Add(ev *Event) {
 			io = 1
 		}
 		switch {
-		case st.open && blocked(st.row.State):
-			st.row.IOWait = io
+		case st.open && blocked(st.state):
+			st.io = io
 		case st.held:
-			st.heldRow.IOWait = io
+			st.heldIO = io
 		default:
 			s.stats.LateBlockedReason++
 		}
@@ -191,33 +215,35 @@ func (s *Sched) switchEvent(ev *Event) {
 	t.setName(next, ev.TS, ev.Comm)
 	t.setName(prev, ev.TS, ev.PrevComm)
 
-	for int(ev.CPU) >= len(s.cpus) {
-		s.cpus = append(s.cpus, pendingSlice{})
+	if int(ev.CPU) >= len(s.cpus) {
+		s.cpus = append(s.cpus, make([]pendingSlice, int(ev.CPU)+1-len(s.cpus))...)
 	}
 	p := &s.cpus[ev.CPU]
 	if p.valid {
+		r := SliceRow{TS: p.ts, Dur: -1, CPU: ev.CPU, UTID: int(p.utid), Prio: p.prio}
 		if p.tid == ev.PrevTid {
-			p.row.Dur = ev.TS - p.row.TS
-			p.row.EndState, p.row.Ended = ev.PrevState, true
+			r.Dur = ev.TS - p.ts
+			r.EndState, r.Ended = ev.PrevState, true
 		} else {
 			s.stats.MismatchedSwitch++
 		}
-		s.emitSlice(p.row)
+		if s.OnSlice != nil {
+			s.OnSlice(r)
+		}
 	}
-	*p = pendingSlice{valid: true, tid: ev.Tid,
-		row: SliceRow{TS: ev.TS, Dur: -1, CPU: ev.CPU, UTID: next, Prio: ev.Prio}}
+	*p = pendingSlice{ts: ev.TS, utid: int32(next), tid: ev.Tid, prio: ev.Prio, valid: true}
 
 	if prev != 0 {
 		st := &s.state[prev]
-		if st.open && st.row.State != StateRunning {
+		if st.open && st.state != StateRunning {
 			s.stats.UnclosedRunning++
-			s.emitState(st.row) // data loss: leave its end unknown
+			s.emitOpen(prev, st, -1) // data loss: leave its end unknown
 			st.open = false
 		}
-		s.open(prev, StateRow{TS: ev.TS, State: ev.PrevState, CPU: -1, Waker: -1, IOWait: -1})
+		s.open(prev, ev.TS, ev.PrevState, -1, -1, IRQNone)
 	}
 	if next != 0 {
-		s.open(next, StateRow{TS: ev.TS, State: StateRunning, CPU: ev.CPU, Waker: -1, IOWait: -1})
+		s.open(next, ev.TS, StateRunning, ev.CPU, -1, IRQNone)
 	}
 }
 
@@ -226,48 +252,48 @@ func (s *Sched) waking(ts int64, u, waker int, irq IRQContext) {
 		return
 	}
 	st := &s.state[u]
-	if st.open && !blocked(st.row.State) {
+	if st.open && !blocked(st.state) {
 		s.stats.SpuriousWakings++
 		return
 	}
-	s.open(u, StateRow{TS: ts, State: StateRunnable, CPU: -1, Waker: waker, IRQ: irq, IOWait: -1})
+	s.open(u, ts, StateRunnable, -1, int32(waker), irq)
 }
 
-// open closes the thread's current interval at row.TS and opens row.
-func (s *Sched) open(u int, row StateRow) {
+// open closes the thread's current interval at ts and opens one in state
+// (its IOWait unknown until sched_blocked_reason says).
+func (s *Sched) open(u int, ts int64, state TaskState, cpu, waker int32, irq IRQContext) {
 	st := &s.state[u]
 	if st.open {
-		st.row.Dur = row.TS - st.row.TS
-		if blocked(st.row.State) {
-			s.hold(st)
+		if blocked(st.state) {
+			if st.held {
+				s.emitHeld(u, st)
+			}
+			st.held, st.heldIO, st.heldState = true, st.io, st.state
+			st.heldTS, st.heldDur = st.ts, ts-st.ts
 		} else {
-			s.emitState(st.row)
+			s.emitOpen(u, st, ts-st.ts)
 		}
 	}
-	if blocked(row.State) && st.held {
-		s.emitState(st.heldRow)
+	if st.held && blocked(state) {
+		s.emitHeld(u, st)
 		st.held = false
 	}
-	row.UTID, row.Dur = u, -1
-	st.open, st.row = true, row
+	st.ts, st.cpu, st.waker, st.state, st.irq, st.io, st.open = ts, cpu, waker, state, irq, -1, true
 }
 
-func (s *Sched) hold(st *threadRow) {
-	if st.held {
-		s.emitState(st.heldRow)
-	}
-	st.held, st.heldRow = true, st.row
-}
-
-func (s *Sched) emitSlice(r SliceRow) {
-	if s.OnSlice != nil {
-		s.OnSlice(r)
-	}
-}
-
-func (s *Sched) emitState(r StateRow) {
+// emitOpen reports the open interval of thread u with length dur.
+func (s *Sched) emitOpen(u int, st *threadState, dur int64) {
 	if s.OnState != nil {
-		s.OnState(r)
+		s.OnState(StateRow{TS: st.ts, Dur: dur, UTID: u, State: st.state, CPU: st.cpu,
+			Waker: int(st.waker), IRQ: st.irq, IOWait: st.io})
+	}
+}
+
+// emitHeld reports the held blocked interval of thread u.
+func (s *Sched) emitHeld(u int, st *threadState) {
+	if s.OnState != nil {
+		s.OnState(StateRow{TS: st.heldTS, Dur: st.heldDur, UTID: u, State: st.heldState, CPU: -1,
+			Waker: -1, IOWait: st.heldIO})
 	}
 }
 
@@ -275,18 +301,20 @@ func (s *Sched) emitState(r StateRow) {
 func (s *Sched) Finish() {
 	for i := range s.cpus {
 		if p := &s.cpus[i]; p.valid {
-			s.emitSlice(p.row)
+			if s.OnSlice != nil {
+				s.OnSlice(SliceRow{TS: p.ts, Dur: -1, CPU: int32(i), UTID: int(p.utid), Prio: p.prio})
+			}
 			p.valid = false
 		}
 	}
 	for u := range s.state {
 		st := &s.state[u]
 		if st.held {
-			s.emitState(st.heldRow)
+			s.emitHeld(u, st)
 			st.held = false
 		}
 		if st.open {
-			s.emitState(st.row)
+			s.emitOpen(u, st, -1)
 			st.open = false
 		}
 	}

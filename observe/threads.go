@@ -24,17 +24,78 @@ type NameChange struct {
 // Threads assigns UTIDs to tids the way trace_processor does: in order of
 // first reference, utid 0 reserved for the idle task, and a fresh utid when a
 // tid is created anew.
+//
+// Every event resolves one to three tids, so the live tid → UTID table is a
+// paged array rather than a map: a lookup is two indexed loads. Kernel tids
+// are below PID_MAX_LIMIT (2^22); pages are allocated as tids in their range
+// appear, so memory follows the threads seen (at most one 4 KiB page per
+// thread, 16 MiB in all), not the events. Tids outside that range (only damaged
+// input has them) go to a map.
 type Threads struct {
-	all  []*Thread
-	live map[int32]int
+	all   []*Thread
+	names []string         // by UTID: Name as setName last set it, beside all for locality
+	pages []*tidPage       // by tid / tidPageLen
+	far   map[int32]uint32 // tids outside [0, maxDenseTid)
 }
+
+const (
+	tidPageLen  = 1024
+	maxDenseTid = 1 << 22 // PID_MAX_LIMIT on 64-bit kernels
+)
+
+// tidPage holds UTID+1 of the live thread for each tid of a range, 0 for none.
+type tidPage [tidPageLen]uint32
 
 // NewThreads returns a table holding only the idle task.
 func NewThreads() *Threads {
-	return &Threads{
-		all:  []*Thread{{UTID: 0, Tid: 0, Name: "swapper"}},
-		live: map[int32]int{0: 0},
+	t := &Threads{all: []*Thread{{UTID: 0, Tid: 0, Name: "swapper"}}, names: []string{"swapper"}}
+	t.setLive(0, 0)
+	return t
+}
+
+// live returns the UTID of the live thread with this tid.
+func (t *Threads) live(tid int32) (int, bool) {
+	if uint32(tid) < maxDenseTid {
+		if p := uint32(tid) / tidPageLen; p < uint32(len(t.pages)) {
+			if pg := t.pages[p]; pg != nil {
+				v := pg[uint32(tid)%tidPageLen]
+				return int(v) - 1, v != 0
+			}
+		}
+		return 0, false
 	}
+	v, ok := t.far[tid]
+	return int(v) - 1, ok
+}
+
+// setLive makes u the live thread of tid; u < 0 removes it.
+func (t *Threads) setLive(tid int32, u int) {
+	v := uint32(u + 1)
+	if uint32(tid) >= maxDenseTid {
+		if t.far == nil {
+			t.far = map[int32]uint32{}
+		}
+		if u < 0 {
+			delete(t.far, tid)
+		} else {
+			t.far[tid] = v
+		}
+		return
+	}
+	p := int(uint32(tid) / tidPageLen)
+	if p >= len(t.pages) {
+		if u < 0 {
+			return
+		}
+		t.pages = append(t.pages, make([]*tidPage, p+1-len(t.pages))...)
+	}
+	if t.pages[p] == nil {
+		if u < 0 {
+			return
+		}
+		t.pages[p] = new(tidPage)
+	}
+	t.pages[p][uint32(tid)%tidPageLen] = v
 }
 
 // All returns every thread, indexed by UTID.
@@ -45,7 +106,7 @@ func (t *Threads) Len() int { return len(t.all) }
 
 // Lookup returns the live thread with this tid, or nil.
 func (t *Threads) Lookup(tid int32) *Thread {
-	if u, ok := t.live[tid]; ok {
+	if u, ok := t.live(tid); ok {
 		return t.all[u]
 	}
 	return nil
@@ -54,7 +115,7 @@ func (t *Threads) Lookup(tid int32) *Thread {
 // Get returns the UTID of the live thread with this tid, creating it on first
 // reference.
 func (t *Threads) Get(tid int32) int {
-	if u, ok := t.live[tid]; ok {
+	if u, ok := t.live(tid); ok {
 		return u
 	}
 	return t.start(0, tid)
@@ -63,33 +124,34 @@ func (t *Threads) Get(tid int32) int {
 func (t *Threads) start(ts int64, tid int32) int {
 	u := len(t.all)
 	t.all = append(t.all, &Thread{UTID: u, Tid: tid, StartTS: ts})
-	t.live[tid] = u
+	t.names = append(t.names, "")
+	t.setLive(tid, u)
 	return u
 }
 
 // end marks the thread with this tid freed; a later reference to the tid is a
 // new thread.
 func (t *Threads) end(ts int64, tid int32) {
-	u, ok := t.live[tid]
+	u, ok := t.live(tid)
 	if !ok || u == 0 {
 		return
 	}
 	t.all[u].EndTS = ts
-	delete(t.live, tid)
+	t.setLive(tid, -1)
 }
 
 // setName records a comm. The idle task keeps its name: every CPU's idle task
-// calls itself swapper/N, but they are one thread here.
+// calls itself swapper/N, but they are one thread here. Nearly every event
+// names a thread it already has, so the check reads the dense names slice
+// rather than the Thread.
 func (t *Threads) setName(u int, ts int64, name string) {
-	if u == 0 || name == "" || name == "<...>" {
+	if u == 0 || t.names[u] == name || name == "" || name == "<...>" {
 		return
 	}
 	th := t.all[u]
-	if th.Name == name {
-		return
-	}
 	th.Name = name
 	th.Names = append(th.Names, NameChange{TS: ts, Name: name})
+	t.names[u] = name
 }
 
 // NameAt returns the comm the thread had at ts (its first known name for
