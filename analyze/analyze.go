@@ -67,7 +67,7 @@ func Analyze(r observe.Reader, opts Options) (*Analysis, error) {
 		topo = opts.Snapshot.Topology
 	}
 	c := newCollector(newSMTTracker(topo))
-	if err := observe.ForEach(r, func(ev *observe.Event) error { c.add(ev); return nil }); err != nil {
+	if err := c.read(r); err != nil {
 		return nil, err
 	}
 	c.finish()

@@ -1,6 +1,9 @@
 package analyze
 
 import (
+	"errors"
+	"io"
+
 	"temper.codes/temper-train/observe"
 )
 
@@ -74,7 +77,8 @@ type collector struct {
 	threads *observe.Threads
 	sched   *observe.Sched
 	acc     []threadAcc
-	edges   map[wakeKey]int64
+	edges   map[wakeKey]int64 // filled from wakes by finish
+	wakes   edgeCounts
 	forks   []forkRec
 	ppid    map[int32]int32 // process → parent, from process records
 	smt     *smtTracker     // nil without SMT topology
@@ -105,6 +109,22 @@ func (c *collector) grow(u int) *threadAcc {
 		c.acc = append(c.acc, threadAcc{lastCPU: -1})
 	}
 	return &c.acc[u]
+}
+
+// read adds every event of r. It is observe.ForEach without the callback:
+// one indirect call less per event.
+func (c *collector) read(r observe.Reader) error {
+	var ev observe.Event
+	for {
+		err := r.Next(&ev)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		c.add(&ev)
+	}
 }
 
 // add applies one event.
@@ -188,8 +208,8 @@ func (c *collector) onSlice(r observe.SliceRow) {
 
 // onState folds one thread-state interval.
 func (c *collector) onState(r observe.StateRow) {
-	if r.UTID == 0 {
-		return
+	if r.UTID == 0 || r.State == observe.StateRunning {
+		return // slices count the running (finish extends acc to every thread)
 	}
 	a := c.grow(r.UTID)
 	woken := r.State == observe.StateRunnable && r.Waker >= 0
@@ -202,7 +222,7 @@ func (c *collector) onState(r observe.StateRow) {
 		}
 		// The R row is emitted when the thread next runs, before its next
 		// switch-out: lastOutD is still the state this waking ended.
-		c.edges[wakeKey{waker: int32(r.Waker), wakee: int32(r.UTID), irq: r.IRQ, fromD: a.lastOutD}]++
+		c.wakes.add(wakeKey{waker: int32(r.Waker), wakee: int32(r.UTID), irq: r.IRQ, fromD: a.lastOutD}, c.edges)
 		if r.IRQ == observe.IRQNone && r.Waker > 0 {
 			c.grow(r.Waker).wakesOut++
 		}
@@ -234,6 +254,7 @@ func (c *collector) finish() {
 	}
 	c.sched.Finish()
 	c.grow(c.threads.Len() - 1)
+	c.wakes.flush(c.edges)
 }
 
 // setBit sets bit i of a growable bitset.
@@ -258,4 +279,92 @@ func bitList(bits []uint64) []int {
 		}
 	}
 	return out
+}
+
+// edgeCounts counts wakings per wakeKey: one increment per waking that led
+// to a run, the hottest table of the analysis. Go's map hashes a struct key
+// with the generic hasher; this open-addressing table packs the key into one
+// word and hashes it with a multiply. finish moves the counts into
+// collector.edges, where the graph reads them.
+type edgeCounts struct {
+	keys   []uint64 // packed key, 0 for an empty slot
+	counts []int64
+	used   int
+}
+
+// pack returns k as one non-zero word, or false for UTIDs too large for it
+// (over 2^29 threads: those go to the map directly).
+func (k wakeKey) pack() (uint64, bool) {
+	if k.waker < 0 || k.wakee <= 0 || k.wakee >= 1<<29 || k.irq > 3 {
+		return 0, false
+	}
+	p := uint64(k.waker)<<32 | uint64(k.wakee)<<3 | uint64(k.irq)<<1
+	if k.fromD {
+		p |= 1
+	}
+	return p, true
+}
+
+func unpack(p uint64) wakeKey {
+	return wakeKey{waker: int32(p >> 32), wakee: int32(p>>3) & (1<<29 - 1),
+		irq: observe.IRQContext(p>>1) & 3, fromD: p&1 != 0}
+}
+
+// add counts one waking of k; keys that do not pack are counted in overflow.
+func (e *edgeCounts) add(k wakeKey, overflow map[wakeKey]int64) {
+	p, ok := k.pack()
+	if !ok {
+		overflow[k]++
+		return
+	}
+	if e.used*2 >= len(e.keys) {
+		e.grow()
+	}
+	mask := uint64(len(e.keys) - 1)
+	for i := hashEdge(p) & mask; ; i = (i + 1) & mask {
+		switch e.keys[i] {
+		case p:
+			e.counts[i]++
+			return
+		case 0:
+			e.keys[i], e.counts[i] = p, 1
+			e.used++
+			return
+		}
+	}
+}
+
+// hashEdge spreads a packed key over the table (Fibonacci hashing; the
+// table takes the low bits, so fold the high ones in).
+func hashEdge(p uint64) uint64 {
+	h := p * 0x9e3779b97f4a7c15
+	return h ^ h>>32
+}
+
+// grow doubles the table (to 256 slots at first) and reinserts.
+func (e *edgeCounts) grow() {
+	keys, counts := e.keys, e.counts
+	n := max(256, 2*len(keys))
+	e.keys, e.counts = make([]uint64, n), make([]int64, n)
+	mask := uint64(n - 1)
+	for j, p := range keys {
+		if p == 0 {
+			continue
+		}
+		i := hashEdge(p) & mask
+		for e.keys[i] != 0 {
+			i = (i + 1) & mask
+		}
+		e.keys[i], e.counts[i] = p, counts[j]
+	}
+}
+
+// flush adds the counts to m and empties the table.
+func (e *edgeCounts) flush(m map[wakeKey]int64) {
+	for i, p := range e.keys {
+		if p != 0 {
+			m[unpack(p)] += e.counts[i]
+		}
+	}
+	*e = edgeCounts{}
 }
