@@ -1,0 +1,155 @@
+package synthesize
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+
+	"temper.codes/temper-train/analyze"
+)
+
+// LoadAnalysis reads the analysis JSON that `temper-train analyze --json`
+// wrote. Errors name the file and say what to do; they are one line.
+func LoadAnalysis(path string) (*analyze.Analysis, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("analysis %s: %w", path, err)
+	}
+	a, err := ReadAnalysis(data)
+	if err != nil {
+		return nil, fmt.Errorf("analysis %s: %w", path, err)
+	}
+	return a, nil
+}
+
+// ReadAnalysis decodes an analysis. The schema is checked first, so that a
+// snapshot, a profile or an analysis of another version is reported as what
+// it is rather than as a type error somewhere inside. Unknown fields are
+// allowed: adding fields does not change analyze's schema version.
+func ReadAnalysis(data []byte) (*analyze.Analysis, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New("empty file: want the JSON of `temper-train analyze TRACE --json FILE`")
+	}
+	var head struct {
+		Schema *string `json:"schema"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return nil, jsonError(err, data)
+	}
+	switch {
+	case head.Schema == nil:
+		return nil, fmt.Errorf("no \"schema\" field: not a temper-train analysis (want %q, written by `temper-train analyze TRACE --json FILE`)", analyze.Schema)
+	case *head.Schema != analyze.Schema:
+		return nil, fmt.Errorf("schema %q, want %q: re-run `temper-train analyze --json` with this version", *head.Schema, analyze.Schema)
+	}
+	var a analyze.Analysis
+	if err := json.Unmarshal(data, &a); err != nil {
+		return nil, jsonError(err, data)
+	}
+	return &a, nil
+}
+
+// jsonError turns a decoding error into one line that says where and why.
+func jsonError(err error, data []byte) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || err.Error() == "unexpected end of JSON input":
+		return fmt.Errorf("truncated JSON: input ends after %d bytes", len(data))
+	case errors.As(err, &syn):
+		return fmt.Errorf("invalid JSON at byte %d: %v", syn.Offset, err)
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return fmt.Errorf("not an analysis: top-level JSON %s, want an object", typ.Value)
+		}
+		return fmt.Errorf("field %s: JSON %s where %s is expected", typ.Field, typ.Value, typ.Type)
+	}
+	return fmt.Errorf("decode: %s", oneLine(err.Error()))
+}
+
+// Classes of analyze's clusters, as the analysis names them.
+const (
+	ClassSyncCompute     = "sync_compute"
+	ClassLatencyCritical = "latency_critical"
+	ClassIOWakeChain     = "io_wake_chain"
+	ClassSporadic        = "sporadic"
+)
+
+// checkAnalysis rejects what synthesize cannot build a profile from, with
+// the thread or cluster named: no threads, threads in clusters the analysis
+// does not list, classes this version does not know, numbers that are not
+// numbers. It returns the clusters by id.
+func checkAnalysis(a *analyze.Analysis) (map[int]*analyze.Cluster, error) {
+	if a == nil {
+		return nil, errors.New("no analysis")
+	}
+	if a.Schema != "" && a.Schema != analyze.Schema {
+		return nil, fmt.Errorf("schema %q, want %q", a.Schema, analyze.Schema)
+	}
+	clusters := make(map[int]*analyze.Cluster, len(a.Clusters))
+	for i := range a.Clusters {
+		c := &a.Clusters[i]
+		if _, dup := clusters[c.ID]; dup {
+			return nil, fmt.Errorf("cluster %d is listed twice", c.ID)
+		}
+		switch c.Class {
+		case ClassSyncCompute, ClassLatencyCritical, ClassIOWakeChain, ClassSporadic:
+		default:
+			return nil, fmt.Errorf("cluster %d has class %q; this synthesize knows %s, %s, %s and %s (re-run analyze with this version)",
+				c.ID, oneLine(c.Class), ClassSyncCompute, ClassLatencyCritical, ClassIOWakeChain, ClassSporadic)
+		}
+		if !finite(c.Confidence) || c.Confidence < 0 || c.Confidence > 1 {
+			return nil, fmt.Errorf("cluster %d: confidence %v is outside 0..1", c.ID, c.Confidence)
+		}
+		clusters[c.ID] = c
+	}
+	user := 0
+	for i := range a.Threads {
+		t := &a.Threads[i]
+		if _, ok := clusters[t.Cluster]; !ok {
+			return nil, fmt.Errorf("thread %d (%s) is in cluster %d, which the analysis does not list", t.Tid, quote(t.Comm), t.Cluster)
+		}
+		f := &t.Features
+		for _, v := range []struct {
+			name string
+			x    float64
+		}{{"cpu_share", f.CPUShare}, {"wake_rate_per_s", f.WakeRate}} {
+			if !finite(v.x) || v.x < 0 {
+				return nil, fmt.Errorf("thread %d (%s): %s %v is not a rate or share", t.Tid, quote(t.Comm), v.name, v.x)
+			}
+		}
+		if !t.Kernel {
+			user++
+		}
+	}
+	switch {
+	case len(a.Threads) == 0:
+		return nil, errors.New("no threads: nothing to group (check analyze's target: --snapshot, --pid or --process)")
+	case user == 0:
+		return nil, errors.New("every thread is a kernel thread: a pod's profile cannot match kernel threads (check analyze's target)")
+	}
+	if !finite(a.Lint.CFS.ThrottledShare) || a.Lint.CFS.ThrottledShare < 0 || a.Lint.CFS.ThrottledShare > 1 {
+		return nil, fmt.Errorf("lint.cfs_bandwidth.throttled_share %v is outside 0..1", a.Lint.CFS.ThrottledShare)
+	}
+	if !finite(a.Lint.CFS.QuotaCPUs) || a.Lint.CFS.QuotaCPUs < 0 {
+		return nil, fmt.Errorf("lint.cfs_bandwidth.quota_cpus %v is not a CPU count", a.Lint.CFS.QuotaCPUs)
+	}
+	return clusters, nil
+}
+
+func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// quote renders a name from the trace for a message or a description:
+// quoted, with anything unprintable escaped, so that an odd comm cannot
+// break a line or hide itself.
+func quote(s string) string { return fmt.Sprintf("%q", s) }
+
+// oneLine keeps a message on one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

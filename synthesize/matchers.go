@@ -1,0 +1,226 @@
+package synthesize
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"temper.codes/temper-train/profiles"
+)
+
+// draft is a thread group's matcher while it is worked out: the comm
+// prefixes of its threads' families, and the conditions added to keep it
+// off other groups' threads.
+type draft struct {
+	slot     int
+	members  []int // indexes into plan.members
+	prefixes []string
+	exclude  []string
+	leader   *bool
+	pcomm    []string
+	match    func(profiles.Thread) bool
+}
+
+// matcher is the draft as a profile match: comm_prefix AND NOT
+// exclude_prefix AND group_leader AND pcomm_prefix, each set only when
+// needed.
+func (d *draft) matcher() profiles.Match {
+	return profiles.Match{CommPrefix: d.prefixes, ExcludePrefix: d.exclude, PcommPrefix: d.pcomm, GroupLeader: d.leader}
+}
+
+// compile builds the draft's matcher with profiles.Compile, so that what is
+// checked here is exactly what the scheduler backends will evaluate.
+func (d *draft) compile() error {
+	c, err := profiles.Compile(&profiles.Profile{ThreadGroups: []profiles.ThreadGroup{{Name: slotNames[d.slot], Match: d.matcher()}}})
+	if err != nil {
+		return fmt.Errorf("group %s: %w", slotNames[d.slot], err)
+	}
+	d.match = func(t profiles.Thread) bool { return c.Group(t) == 0 }
+	return nil
+}
+
+// resolve works out disjoint matchers: every analysed thread is matched by
+// the group it is in and by no other group, so that group order does not
+// change where any observed thread lands and the groups can be ordered by
+// treatment. When a group's prefixes also catch another group's thread, in
+// order of preference:
+//
+//  1. the group excludes that thread's prefix (exclude_prefix), when none of
+//     its own threads starts with it ("wl" next to "wl-worker");
+//  2. the group takes only group leaders or only other threads
+//     (group_leader), when all its threads are one and the caught thread is
+//     the other (a server whose main thread and workers share one name);
+//  3. the group takes only its threads' processes (pcomm_prefix), when the
+//     caught thread's process has another name;
+//  4. otherwise the two families cannot be told apart by any matcher the
+//     analysis gives data for (a comm, a process comm, leadership: it has no
+//     command lines, so the process titles that tell PostgreSQL's roles
+//     apart are not available) and are merged into the group most of their
+//     CPU time wanted; the description says so.
+//
+// Merging changes membership, so matchers are worked out again from the
+// start; every merge joins two families or settles one, so this ends.
+func (p *plan) resolve() ([]*draft, error) {
+	for round := 0; round <= 2*len(p.families)+1; round++ {
+		drafts := p.drafts()
+		merged, err := p.separate(drafts)
+		if err != nil {
+			return nil, err
+		}
+		if !merged {
+			return drafts, nil
+		}
+	}
+	return nil, fmt.Errorf("internal error: thread groups did not settle after %d merges", 2*len(p.families)+1)
+}
+
+// drafts starts a draft for every explicit slot that has threads, with the
+// prefixes of its threads.
+func (p *plan) drafts() []*draft {
+	var out []*draft
+	for s := range slotRest {
+		d := &draft{slot: s}
+		for i := range p.members {
+			if p.slot(i) == s {
+				d.members = append(d.members, i)
+				d.prefixes = append(d.prefixes, p.members[i].prefix)
+			}
+		}
+		if len(d.members) > 0 {
+			d.prefixes = minimalPrefixes(d.prefixes)
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// separate adds conditions until no draft matches another group's thread.
+// It reports true when it had to merge families instead (the drafts are
+// then stale).
+func (p *plan) separate(drafts []*draft) (bool, error) {
+	for _, d := range drafts {
+		for {
+			if err := d.compile(); err != nil {
+				return false, err
+			}
+			v := p.victim(d)
+			if v < 0 {
+				break
+			}
+			if p.excludeVictim(d, v) || p.splitByLeader(d, v) || p.splitByProcess(d, v) {
+				continue
+			}
+			return true, p.mergeVictim(d, v)
+		}
+	}
+	return false, nil
+}
+
+// victim is the first thread d matches that is not d's, or -1.
+func (p *plan) victim(d *draft) int {
+	for i := range p.members {
+		if p.slot(i) != d.slot && d.match(p.members[i].seen) {
+			return i
+		}
+	}
+	return -1
+}
+
+// excludeVictim adds the victim's prefix to d's exclude_prefix when none of
+// d's own threads starts with it.
+func (p *plan) excludeVictim(d *draft, v int) bool {
+	e := p.members[v].prefix
+	if e == "" || slices.Contains(d.exclude, e) {
+		return false
+	}
+	for _, i := range d.members {
+		if strings.HasPrefix(p.members[i].seen.Comm, e) {
+			return false
+		}
+	}
+	d.exclude = minimalPrefixes(append(d.exclude, e))
+	return true
+}
+
+// splitByLeader restricts d to group leaders (or to non-leaders) when all
+// of d's threads are that and the victim is not.
+func (p *plan) splitByLeader(d *draft, v int) bool {
+	if d.leader != nil {
+		return false
+	}
+	lead := p.members[d.members[0]].seen.Leader()
+	for _, i := range d.members {
+		if p.members[i].seen.Leader() != lead {
+			return false
+		}
+	}
+	if p.members[v].seen.Leader() == lead {
+		return false
+	}
+	d.leader = &lead
+	return true
+}
+
+// splitByProcess restricts d to the process comms of its threads when the
+// victim's process comm starts with none of them.
+func (p *plan) splitByProcess(d *draft, v int) bool {
+	if d.pcomm != nil {
+		return false
+	}
+	var list []string
+	for _, i := range d.members {
+		pc := p.members[i].pcomm
+		if pc == "" {
+			return false
+		}
+		list = append(list, pc)
+	}
+	list = minimalPrefixes(list)
+	for _, pc := range list {
+		if strings.HasPrefix(p.members[v].seen.Pcomm, pc) {
+			return false
+		}
+	}
+	d.pcomm = list
+	return true
+}
+
+// mergeVictim merges the victim's family with the family of d's thread whose
+// prefix caught it.
+func (p *plan) mergeVictim(d *draft, v int) error {
+	vm := &p.members[v]
+	for _, i := range d.members {
+		c := &p.members[i]
+		if !strings.HasPrefix(vm.seen.Comm, c.prefix) {
+			continue
+		}
+		if r := p.find(c.family); r == p.find(vm.family) && p.merged[r] {
+			break // merged already, yet split: cannot happen
+		}
+		p.merge(c.family, vm.family)
+		return nil
+	}
+	return fmt.Errorf("internal error: group %s catches thread %d (%s) and no merge separates them", slotNames[d.slot], vm.th.Tid, quote(vm.th.Comm))
+}
+
+// minimalPrefixes sorts a prefix list and drops duplicates and entries that
+// a shorter entry already covers ("wl" makes "wl-worker" redundant).
+func minimalPrefixes(list []string) []string {
+	list = slices.Clone(list)
+	slices.Sort(list)
+	list = slices.Compact(list)
+	out := list[:0]
+	for _, s := range list {
+		covered := false
+		for _, q := range out {
+			if strings.HasPrefix(s, q) {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			out = append(out, s)
+		}
+	}
+	return out
+}
