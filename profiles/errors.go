@@ -48,7 +48,9 @@ func (e *ParseError) Error() string {
 		b.WriteString(": ")
 	}
 	b.WriteString(e.Msg)
-	return b.String()
+	// Keys and values quoted from the file may hold line breaks; the message
+	// stays one line.
+	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(b.String())
 }
 
 // Unwrap returns the sentinel, for errors.Is.

@@ -17,7 +17,7 @@ func ExclusiveCoresFor(fraction float64, requestMillicores int) int {
 		return 0
 	}
 	micro := math.Round(fraction * float64(requestMillicores) * 1000) // thousandths of a millicore
-	return int(math.Ceil(micro / 1e6))
+	return max(1, int(math.Ceil(micro/1e6)))
 }
 
 // sizing writes out ExclusiveCoresFor's arithmetic for messages.

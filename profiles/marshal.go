@@ -25,15 +25,16 @@ func Marshal(p *Profile) ([]byte, error) {
 	}
 	w := &writer{}
 	w.keys("", reflect.ValueOf(p).Elem())
-	w.section("fingerprint", reflect.ValueOf(p.Fingerprint))
-	w.section("machine_shape", reflect.ValueOf(p.MachineShape))
-	w.section("traits", reflect.ValueOf(p.Traits))
+	w.section("fingerprint", "fingerprint", reflect.ValueOf(p.Fingerprint))
+	w.section("machine_shape", "machine_shape", reflect.ValueOf(p.MachineShape))
+	w.section("traits", "traits", reflect.ValueOf(p.Traits))
 	for i := range p.ThreadGroups {
 		g := reflect.ValueOf(&p.ThreadGroups[i]).Elem()
 		w.buf.WriteString("\n[[thread_groups]]\n")
-		w.keys(fmt.Sprintf("thread_groups[%d]", i), g)
+		path := fmt.Sprintf("thread_groups[%d]", i)
+		w.keys(path, g)
 		if e := p.ThreadGroups[i].Evidence; e != nil {
-			w.section("thread_groups.evidence", reflect.ValueOf(*e))
+			w.section("thread_groups.evidence", path+".evidence", reflect.ValueOf(*e))
 		}
 	}
 	if w.err != nil {
@@ -47,9 +48,10 @@ type writer struct {
 	err error
 }
 
-func (w *writer) section(name string, v reflect.Value) {
-	fmt.Fprintf(&w.buf, "\n[%s]\n", name)
-	w.keys(name, v)
+// section writes a [header] and v's keys; path names v in errors.
+func (w *writer) section(header, path string, v reflect.Value) {
+	fmt.Fprintf(&w.buf, "\n[%s]\n", header)
+	w.keys(path, v)
 }
 
 // keys writes v's fields that are values (not tables) as key = value lines.

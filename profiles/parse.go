@@ -40,7 +40,7 @@ func Parse(name string, data []byte) (*Profile, error) {
 	if _, err := toml.Decode(string(data), &tree); err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, &ParseError{File: name, Line: pe.Position.Line, Key: pe.LastKey, Msg: pe.Message, Err: ErrSyntax}
+			return nil, &ParseError{File: name, Line: pe.Position.Line, Key: pe.LastKey, Msg: "invalid TOML: " + pe.Message, Err: ErrSyntax}
 		}
 		return nil, &ParseError{File: name, Msg: err.Error(), Err: ErrSyntax}
 	}
@@ -75,6 +75,15 @@ func (d *decoder) check(tree map[string]any, p *Profile) {
 		d.fail("id", ErrMissing, `missing; add id = "your-workload" ([a-z0-9-]+)`)
 	} else if !idPattern.MatchString(p.ID) {
 		d.fail("id", ErrInvalid, "%q is not a valid id: use lowercase letters, digits and '-' ([a-z0-9-]+)", p.ID)
+	}
+	// Zero means "any" in a shape, so a zero that is written out is a
+	// mistake: "cores = 0" describes no machine.
+	if shape, ok := tree["machine_shape"].(map[string]any); ok {
+		for _, f := range fieldsOf(reflect.TypeFor[Shape]()) {
+			if n, ok := shape[f.name].(int64); ok && n <= 0 {
+				d.fail("machine_shape."+f.name, ErrInvalid, "%d: a machine has at least one; leave the key out to match any machine", n)
+			}
+		}
 	}
 	groups, _ := tree["thread_groups"].([]map[string]any)
 	if list, ok := tree["thread_groups"].([]any); ok {
