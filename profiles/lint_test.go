@@ -43,7 +43,9 @@ type want struct {
 	msg   string
 }
 
-func (w want) String() string { return fmt.Sprintf("%v group %d %s: %q", w.sev, w.group, w.field, w.msg) }
+func (w want) String() string {
+	return fmt.Sprintf("%v group %d %s: %q", w.sev, w.group, w.field, w.msg)
+}
 
 func TestLintRules(t *testing.T) {
 	cases := []struct {
