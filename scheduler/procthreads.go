@@ -177,8 +177,9 @@ func CmdlineString(b []byte) string {
 
 // TaskStartTime returns field 22 of /proc/TID/stat: when the thread started,
 // in clock ticks after boot. With the tid it identifies a thread, so a tid
-// the kernel has handed to another thread since is told apart. An exited
-// thread yields ErrThreadGone.
+// the kernel has handed to another thread since is told apart. A thread
+// that has exited — gone, or a zombie (Z, X) waiting to be reaped — yields
+// ErrThreadGone.
 func TaskStartTime(tid int) (uint64, error) {
 	b, err := readProc("/proc/" + strconv.Itoa(tid) + "/stat")
 	if err != nil {
@@ -187,6 +188,9 @@ func TaskStartTime(tid int) (uint64, error) {
 	f, err := StatFields(b)
 	if err != nil {
 		return 0, fmt.Errorf("read /proc/%d/stat: %w", tid, err)
+	}
+	if f[0] == "Z" || f[0] == "X" {
+		return 0, fmt.Errorf("thread %d: %w", tid, ErrThreadGone)
 	}
 	start, err := strconv.ParseUint(f[22-3], 10, 64)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -114,5 +115,32 @@ func TestTaskStartTime(t *testing.T) {
 	}
 	if _, err := StatFields([]byte("12 (a) b) S 1")); err == nil {
 		t.Error("StatFields accepted a short line")
+	}
+}
+
+// TestZombieIsGone: a process that exited but was not reaped yet has no
+// thread left to schedule.
+func TestZombieIsGone(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	pid := cmd.Process.Pid
+	for i := 0; ; i++ {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, _ := StatFields(b); f != nil && f[0] == "Z" {
+			break
+		}
+		if i > 500 {
+			t.Fatal("true did not exit in 5 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := TaskStartTime(pid); !errors.Is(err, ErrThreadGone) {
+		t.Errorf("TaskStartTime of a zombie: %v, want ErrThreadGone", err)
 	}
 }

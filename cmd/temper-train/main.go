@@ -64,6 +64,7 @@ scheduling treatment, keyed to the machine shape it was measured on.`,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCmd(), newTraceCmd(), newObserveCmd(), newAnalyzeCmd())
 	root.AddCommand(newLintCmd())
+	root.AddCommand(newApplyCmd())
 	return root
 }
 

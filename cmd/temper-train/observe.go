@@ -25,21 +25,16 @@ import (
 
 // observeFlags are observe's command-line settings.
 type observeFlags struct {
-	pid        int
-	cgroup     string
-	pod        string
-	container  string
-	kubeconfig string
-	node       string
-	duration   time.Duration
-	maxEvents  int64
-	maxBytes   string
-	buffer     string
-	out        string
-	agentURL   string
-	attach     string
-	quiet      bool
-	top        int
+	targetFlags
+	duration  time.Duration
+	maxEvents int64
+	maxBytes  string
+	buffer    string
+	out       string
+	agentURL  string
+	attach    string
+	quiet     bool
+	top       int
 }
 
 func newObserveCmd() *cobra.Command {
@@ -85,13 +80,8 @@ Needs root (or CAP_BPF with CAP_PERFMON) and a kernel with BPF ring buffers (5.8
 			return runObserve(cmd, f, command)
 		},
 	}
+	f.targetFlags.register(cmd, "trace")
 	fl := cmd.Flags()
-	fl.IntVar(&f.pid, "pid", 0, "trace this process, all its threads and its descendants")
-	fl.StringVar(&f.cgroup, "cgroup", "", "trace every process in this cgroup (absolute path, or relative to a cgroup mount)")
-	fl.StringVar(&f.pod, "pod", "", "trace this Kubernetes pod (NAMESPACE/NAME) running on this node")
-	fl.StringVar(&f.container, "container", "", "with --pod: trace only this container")
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --pod (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
-	fl.StringVar(&f.node, "node", "", "this node's Kubernetes name for --pod (default: the host name)")
 	fl.DurationVar(&f.duration, "duration", 10*time.Second, "stop tracing after this long")
 	fl.Int64Var(&f.maxEvents, "max-events", 0, "stop after this many events (0: no bound)")
 	fl.StringVar(&f.maxBytes, "max-bytes", "0", "stop when the trace reaches this size, e.g. 256MiB (0: no bound)")
@@ -112,9 +102,9 @@ func runObserve(cmd *cobra.Command, f observeFlags, command []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	spec := target.Spec{Pid: f.pid, Cgroup: f.cgroup, Pod: f.pod, Container: f.container,
-		Kubeconfig: f.kubeconfig, NodeName: f.node, Command: command, Stdout: stderr, Stderr: stderr}
-	if f.pid == 0 && f.cgroup == "" && f.pod == "" && len(command) == 0 {
+	spec := f.spec()
+	spec.Command, spec.Stdout, spec.Stderr = command, stderr, stderr
+	if !f.given() && len(command) == 0 {
 		return usageError{errors.New("no target: give --pid, --cgroup, --pod, or a command after --")}
 	}
 	if err := observe.CheckTracing(); err != nil {

@@ -78,10 +78,10 @@ func (b *Backend) Name() string { return Name }
 func (b *Backend) Probe() error {
 	ok, err := hasCapability(unix.CAP_SYS_NICE)
 	if err != nil {
-		return fmt.Errorf("%w: cfs: %v", scheduler.ErrUnsupported, err)
+		return fmt.Errorf("cfs backend: %w: %v", scheduler.ErrUnsupported, err)
 	}
 	if !ok {
-		return fmt.Errorf("%w: cfs: changing other processes' thread affinity, policy and nice needs CAP_SYS_NICE: run as root (or grant CAP_SYS_NICE)", scheduler.ErrUnsupported)
+		return fmt.Errorf("cfs backend: %w: changing other processes' thread affinity, policy and nice needs CAP_SYS_NICE: run as root (or grant CAP_SYS_NICE)", scheduler.ErrUnsupported)
 	}
 	return nil
 }

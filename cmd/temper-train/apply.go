@@ -1,0 +1,539 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
+	"github.com/spf13/cobra"
+
+	"temper.codes/temper-train/internal/atomicfile"
+	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/observe/target"
+	"temper.codes/temper-train/profiles"
+	"temper.codes/temper-train/scheduler"
+	"temper.codes/temper-train/scheduler/cfs"
+	"temper.codes/temper-train/scheduler/scx"
+)
+
+// applyFlags are apply's command-line settings.
+type applyFlags struct {
+	targetFlags
+	backend   string
+	forDur    time.Duration
+	state     string
+	statsJSON string
+	quiet     bool
+	revert    bool
+}
+
+// Backend choices of --backend.
+const (
+	backendAuto     = "auto"
+	backendSchedExt = "sched_ext"
+	backendCFS      = "cfs"
+)
+
+// applyRefresh is how often apply looks for new threads of the target.
+const applyRefresh = 100 * time.Millisecond
+
+// applyReport is how often apply prints its stats table while it runs.
+const applyReport = 5 * time.Second
+
+func newApplyCmd() *cobra.Command {
+	var f applyFlags
+	cmd := &cobra.Command{
+		Use:   "apply PROFILE (--pid PID | --cgroup PATH | --pod NS/NAME [--container NAME])\n  temper-train apply --revert [STATEFILE]",
+		Short: "Put a workload profile in force on a live workload until stopped, then revert",
+		Long: `Put a workload profile in force on a live workload's threads, keep it in force
+while the workload creates threads (they are classified every 100 ms), and put
+everything back when apply stops: at the end of --for, on Ctrl-C or SIGTERM,
+when the target exits, or on any error. The closing table gives each thread
+group's threads, CPU time, dispatches and preemptions while applied.
+
+Backends (--backend):
+  sched_ext  an embedded sched_ext scheduler; needs a kernel with sched_ext. It is
+             an error, never a fallback, when it cannot attach.
+  cfs        CPU affinity, scheduling policy and nice through the fair class: the
+             exclusive treatment keeps only the workload's own other threads off
+             its cores, not other pods. See docs/scheduler.md.
+  auto       sched_ext when it can attach here, else cfs; the choice and its
+             reason are printed.
+
+The profile is loaded strictly and linted for the chosen backend and this
+machine before anything changes; a lint error stops apply.
+
+The cfs backend records every thread's original affinity, policy and nice in a
+state file before changing it (default /run/temper-train/apply-<pid>.json,
+removed after a clean revert). If apply was killed (SIGKILL, a crash), run
+'temper-train apply --revert [STATEFILE]': it restores every recorded thread that
+still exists, skips threads that exited, and never touches a thread whose id now
+belongs to another thread. Without STATEFILE it reverts every state file in
+/run/temper-train whose apply is no longer running.
+
+--stats-json writes the closing stats and each thread's group as JSON (see
+docs/scheduler.md for the schema).
+
+Needs root (CAP_SYS_NICE for cfs; CAP_BPF and CAP_SYS_ADMIN for sched_ext).`,
+		Example: `  temper-train apply profiles/mysql-innodb/8cpu-4c-smt2.toml --pod shop/db --for 10m
+  temper-train apply my-profile.toml --pid 4242 --backend cfs --stats-json stats.json
+  temper-train apply --revert /run/temper-train/apply-31337.json`,
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if cmd.ArgsLenAtDash() >= 0 {
+				return usageError{errors.New("apply takes no command after --: start the workload, then give --pid")}
+			}
+			if f.revert {
+				return runRevert(cmd, f, a)
+			}
+			if len(a) != 1 {
+				return usageError{fmt.Errorf("apply takes one profile file, got %d arguments", len(a))}
+			}
+			return runApply(cmd, f, a[0])
+		},
+	}
+	f.targetFlags.register(cmd, "apply the profile to")
+	fl := cmd.Flags()
+	fl.StringVar(&f.backend, "backend", backendAuto, "how to apply: auto, sched_ext or cfs")
+	fl.DurationVar(&f.forDur, "for", 0, "revert after this long (0: run until Ctrl-C, SIGTERM or the target exits)")
+	fl.StringVar(&f.state, "state", "", "cfs state file (default /run/temper-train/apply-<pid>.json)")
+	fl.StringVar(&f.statsJSON, "stats-json", "", "write the closing per-group stats and each thread's group to this JSON file")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress messages or periodic stats")
+	fl.BoolVar(&f.revert, "revert", false, "restore the threads a killed apply left changed, from its state file")
+	return cmd
+}
+
+// runApply loads, checks and applies the profile, keeps it in force and
+// reverts it. Every exit path after Apply reverts.
+func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	switch {
+	case f.backend != backendAuto && f.backend != backendSchedExt && f.backend != backendCFS:
+		return usageError{fmt.Errorf("--backend %q: want auto, sched_ext or cfs", f.backend)}
+	case f.forDur < 0:
+		return usageError{fmt.Errorf("--for must be ≥ 0, got %s", f.forDur)}
+	case !f.given():
+		return usageError{errors.New("no target: give --pid, --cgroup or --pod")}
+	case f.container != "" && f.pod == "":
+		return usageError{fmt.Errorf("--container %q given without --pod: a container is chosen within a pod", f.container)}
+	}
+	prog := newProgressLine(stderr, f.quiet)
+	note := func(msg string) { fmt.Fprintf(stderr, "note: %s\n", msg) }
+
+	prof, err := profiles.Load(profilePath)
+	if err != nil {
+		return err
+	}
+	backend, err := chooseBackend(f.backend, cfs.Options{StateFile: f.state, Note: note}, stderr)
+	if err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	tgt, err := target.Resolve(ctx, f.spec())
+	if err != nil {
+		if errors.Is(err, target.ErrInvalidSpec) {
+			return usageError{err}
+		}
+		return err
+	}
+	topo, err := snapshot.ReadTopology("/")
+	if err != nil {
+		return fmt.Errorf("CPU topology: %w", err)
+	}
+	if err := lintForApply(prof, profilePath, backend.Name(), topo, tgt, stderr); err != nil {
+		return err
+	}
+	cores, err := scheduler.Allocate(prof, topo)
+	if err != nil {
+		return fmt.Errorf("%s: %w", profilePath, err)
+	}
+	classifier, err := profiles.Compile(prof)
+	if err != nil {
+		return fmt.Errorf("%s: %w", profilePath, err)
+	}
+	var processes atomic.Int64
+	processes.Store(int64(len(tgt.Tgids)))
+	plan := scheduler.Plan{Profile: prof, Classifier: classifier, Topology: topo, Cores: cores,
+		Threads: func() ([]profiles.Thread, error) {
+			ids, err := tgt.Refresh()
+			if err != nil {
+				return nil, err
+			}
+			processes.Store(int64(len(ids)))
+			return scheduler.ListThreads(ids)
+		}}
+
+	// The backend's context is ours to cancel after the closing stats are
+	// read; a signal stops the loop below, which then reverts.
+	applyCtx, cancelApply := context.WithCancel(context.Background())
+	defer cancelApply()
+	applied, err := backend.Apply(applyCtx, plan)
+	if err != nil {
+		return flatErr(err)
+	}
+	reverted := false
+	defer func() {
+		if !reverted {
+			applied.Revert()
+		}
+	}()
+	begin := time.Now()
+	state := ""
+	if backend.Name() == backendCFS {
+		state = f.state
+		if state == "" {
+			state = cfs.StatePath(cfs.DefaultStateDir, os.Getpid())
+		}
+		state = "; state file " + state
+	}
+	until := "until Ctrl-C"
+	if f.forDur > 0 {
+		until = fmt.Sprintf("for %s (Ctrl-C reverts early)", f.forDur)
+	}
+	procs := "processes"
+	if len(tgt.Tgids) == 1 {
+		procs = "process"
+	}
+	prog.say("applied profile %s with backend %s to %s (%d %s) %s%s", prof.ID, backend.Name(), tgt.Description, len(tgt.Tgids), procs, until, state)
+
+	reason, runErr := keepApplied(ctx, applied, f, &processes, func() {
+		if stats, err := applied.Stats(); err == nil {
+			fmt.Fprintf(stderr, "%.0fs applied:\n", time.Since(begin).Seconds())
+			printApplyStats(stderr, stats, time.Since(begin))
+		}
+	})
+	elapsed := time.Since(begin)
+
+	// Closing numbers first (a sched_ext scheduler's counters go with it),
+	// then revert.
+	threads, listErr := plan.Threads()
+	stats, statsErr := applied.Stats()
+	revertErr := applied.Revert()
+	reverted = true
+	cancelApply()
+
+	var errs []error
+	if runErr != nil {
+		errs = append(errs, runErr)
+	}
+	if revertErr != nil {
+		msg := "revert: %w"
+		if state != "" {
+			msg += " (the state file is kept: run temper-train apply --revert to retry)"
+		}
+		errs = append(errs, fmt.Errorf(msg, revertErr))
+	}
+	if statsErr != nil {
+		errs = append(errs, fmt.Errorf("stats: %w", statsErr))
+	}
+	if f.statsJSON != "" && statsErr == nil {
+		if listErr != nil {
+			threads = nil
+		}
+		if err := writeApplyStatsJSON(f.statsJSON, prof, backend.Name(), tgt.Description, reason, elapsed, stats, classifier, threads); err != nil {
+			errs = append(errs, err)
+		}
+	}
+
+	fmt.Fprintf(stdout, "profile   %s (backend %s)\n", prof.ID, backend.Name())
+	fmt.Fprintf(stdout, "target    %s\n", tgt.Description)
+	fmt.Fprintf(stdout, "stopped   after %.2f s: %s\n", elapsed.Seconds(), reason)
+	if revertErr != nil {
+		fmt.Fprintln(stdout, "reverted  FAILED (see the error below)")
+	} else {
+		fmt.Fprintln(stdout, "reverted  every change")
+	}
+	if statsErr == nil {
+		fmt.Fprintln(stdout)
+		printApplyStats(stdout, stats, elapsed)
+	}
+	if len(errs) > 0 {
+		return flatErr(errors.Join(errs...))
+	}
+	return nil
+}
+
+// keepApplied refreshes the applied profile every applyRefresh until ctx
+// ends (a signal), --for passes, the target has no process left, or a
+// refresh fails; report runs every applyReport unless --quiet. It returns
+// why it stopped.
+func keepApplied(ctx context.Context, applied scheduler.Applied, f applyFlags, processes *atomic.Int64, report func()) (string, error) {
+	tick := time.NewTicker(applyRefresh)
+	defer tick.Stop()
+	var deadline <-chan time.Time
+	if f.forDur > 0 {
+		t := time.NewTimer(f.forDur)
+		defer t.Stop()
+		deadline = t.C
+	}
+	var reports <-chan time.Time
+	if !f.quiet {
+		r := time.NewTicker(applyReport)
+		defer r.Stop()
+		reports = r.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return "interrupted", nil
+		case <-deadline:
+			return "--for " + f.forDur.String() + " passed", nil
+		case <-reports:
+			report()
+		case <-tick.C:
+			if err := applied.Refresh(); err != nil {
+				return "error", err
+			}
+			if processes.Load() == 0 {
+				return "the target exited", nil
+			}
+		}
+	}
+}
+
+// chooseBackend returns the backend --backend names, checked with its
+// Probe. auto takes sched_ext when it can attach and cfs otherwise, and
+// says which and why on w: using CFS is the user's choice (auto), never a
+// silent fallback from an explicit sched_ext.
+func chooseBackend(name string, opts cfs.Options, w io.Writer) (scheduler.Backend, error) {
+	c := cfs.New(opts)
+	s := scx.New()
+	switch name {
+	case backendCFS:
+		if err := c.Probe(); err != nil {
+			return nil, err
+		}
+		return c, nil
+	case backendSchedExt:
+		if err := s.Probe(); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	serr := s.Probe()
+	if serr == nil {
+		fmt.Fprintln(w, "backend: sched_ext (--backend auto: a sched_ext scheduler can attach here)")
+		return s, nil
+	}
+	if err := c.Probe(); err != nil {
+		return nil, fmt.Errorf("--backend auto: no backend can run here: %v; and %w", serr, err)
+	}
+	fmt.Fprintf(w, "backend: CFS, NOT sched_ext (--backend auto): %v\n", serr)
+	fmt.Fprintln(w, "backend: CFS approximates the profile with affinity, policy and nice: no idle SMT siblings, no reserved cores, no per-thread slices (docs/scheduler.md)")
+	return c, nil
+}
+
+// lintForApply lints the profile for the backend and this machine (and,
+// for a pod, its CPU request). Warnings are printed; an error stops apply
+// before anything changes.
+func lintForApply(p *profiles.Profile, path, backend string, topo *snapshot.Topology, tgt *target.Target, w io.Writer) error {
+	shape := machineShape(topo)
+	opt := profiles.LintOptions{Backend: backend, Shape: &shape}
+	if tgt.Pod != nil {
+		for _, c := range tgt.Pod.Containers {
+			opt.RequestMillicores += int(c.CPURequestMilli)
+		}
+	}
+	var errs []profiles.Finding
+	for _, f := range profiles.Lint(p, opt) {
+		if f.Severity == profiles.Error {
+			errs = append(errs, f)
+			continue
+		}
+		fmt.Fprintf(w, "%s: %s\n", path, f)
+	}
+	switch len(errs) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("%s: %s; nothing was changed", path, errs[0])
+	}
+	return fmt.Errorf("%s: %s (and %d more lint errors); nothing was changed", path, errs[0], len(errs)-1)
+}
+
+// machineShape is this machine's shape as profiles know shapes: online
+// CPUs, cores, threads per core when every core has the same number, and
+// NUMA nodes.
+func machineShape(t *snapshot.Topology) profiles.Shape {
+	s := profiles.Shape{LogicalCPUs: len(t.Online), Cores: len(t.Cores), NUMANodes: len(t.NUMANodes)}
+	for i, c := range t.Cores {
+		if i == 0 {
+			s.ThreadsPerCore = len(c.CPUs)
+		} else if len(c.CPUs) != s.ThreadsPerCore {
+			s.ThreadsPerCore = 0
+			break
+		}
+	}
+	return s
+}
+
+// printApplyStats prints one row per group and, below the table, what the
+// backend could not do or measure, each note once.
+func printApplyStats(w io.Writer, stats []scheduler.GroupStats, elapsed time.Duration) {
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAlignment(tw.AlignRight))
+	t.Header("GROUP", "TREATMENT", "THREADS", "CPU s", "CPUS", "DISPATCHES", "PREEMPTIONS", "SIBLING-BUSY")
+	type note struct {
+		text   string
+		groups []string
+	}
+	var notes []note
+	for _, s := range stats {
+		sibling := fmt.Sprint(s.SiblingBusy)
+		for _, m := range s.Missing {
+			if strings.HasPrefix(m, "sibling_busy") {
+				sibling = "-"
+			}
+			i := slices.IndexFunc(notes, func(n note) bool { return n.text == m })
+			if i < 0 {
+				notes = append(notes, note{text: m})
+				i = len(notes) - 1
+			}
+			notes[i].groups = append(notes[i].groups, s.Group)
+		}
+		cpus := 0.0
+		if elapsed > 0 {
+			cpus = float64(s.RuntimeNs) / float64(elapsed.Nanoseconds())
+		}
+		t.Append(s.Group, string(s.Treatment), fmt.Sprint(s.Threads), fmt.Sprintf("%.2f", float64(s.RuntimeNs)/1e9),
+			fmt.Sprintf("%.2f", cpus), fmt.Sprint(s.Dispatches), fmt.Sprint(s.Preemptions), sibling)
+	}
+	t.Render()
+	for _, n := range notes {
+		who := strings.Join(n.groups, ", ")
+		if len(n.groups) == len(stats) {
+			who = "all groups"
+		}
+		fmt.Fprintf(w, "  %s: %s\n", who, n.text)
+	}
+}
+
+// ApplyStatsVersion is the version of the --stats-json schema.
+const ApplyStatsVersion = 1
+
+// applyStatsJSON is what --stats-json writes (docs/scheduler.md documents
+// it): the closing per-group stats and the group of each thread of the
+// target when apply stopped.
+type applyStatsJSON struct {
+	Version    int               `json:"version"`
+	Profile    string            `json:"profile"`
+	Backend    string            `json:"backend"`
+	Target     string            `json:"target"`
+	StopReason string            `json:"stop_reason"`
+	ElapsedNs  int64             `json:"elapsed_ns"`
+	Groups     []applyGroupJSON  `json:"groups"`
+	Threads    []applyThreadJSON `json:"threads"`
+}
+
+type applyGroupJSON struct {
+	Name        string   `json:"name"`
+	Treatment   string   `json:"treatment"`
+	Threads     int      `json:"threads"`
+	RuntimeNs   uint64   `json:"runtime_ns"`
+	Dispatches  uint64   `json:"dispatches"`
+	Preemptions uint64   `json:"preemptions"`
+	SiblingBusy uint64   `json:"sibling_busy"`
+	Missing     []string `json:"missing"`
+}
+
+type applyThreadJSON struct {
+	Tid   int    `json:"tid"`
+	Tgid  int    `json:"tgid"`
+	Comm  string `json:"comm"`
+	Group string `json:"group"` // the group's name; "" when no group matched
+	Index int    `json:"group_index"`
+}
+
+// writeApplyStatsJSON writes --stats-json atomically.
+func writeApplyStatsJSON(path string, p *profiles.Profile, backend, tgt, reason string, elapsed time.Duration,
+	stats []scheduler.GroupStats, cl *profiles.Classifier, threads []profiles.Thread) error {
+	out := applyStatsJSON{Version: ApplyStatsVersion, Profile: p.ID, Backend: backend, Target: tgt, StopReason: reason,
+		ElapsedNs: elapsed.Nanoseconds(), Groups: []applyGroupJSON{}, Threads: []applyThreadJSON{}}
+	for _, s := range stats {
+		missing := s.Missing
+		if missing == nil {
+			missing = []string{}
+		}
+		out.Groups = append(out.Groups, applyGroupJSON{Name: s.Group, Treatment: string(s.Treatment), Threads: s.Threads,
+			RuntimeNs: s.RuntimeNs, Dispatches: s.Dispatches, Preemptions: s.Preemptions, SiblingBusy: s.SiblingBusy, Missing: missing})
+	}
+	for _, th := range threads {
+		g := cl.Group(th)
+		name := ""
+		if g >= 0 {
+			name = p.ThreadGroups[g].Name
+		}
+		out.Threads = append(out.Threads, applyThreadJSON{Tid: th.Tid, Tgid: th.Tgid, Comm: th.Comm, Group: name, Index: g})
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return fmt.Errorf("--stats-json: %w", err)
+	}
+	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	})
+}
+
+// runRevert restores what killed applies left changed, from their state
+// files: the one given, or every one in the default directory whose apply
+// no longer runs.
+func runRevert(cmd *cobra.Command, f applyFlags, a []string) error {
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if f.given() || f.container != "" || f.statsJSON != "" || f.state != "" || f.forDur != 0 || cmd.Flags().Changed("backend") {
+		return usageError{errors.New("--revert takes only a state file: apply --revert [STATEFILE]")}
+	}
+	if len(a) > 1 {
+		return usageError{fmt.Errorf("--revert takes at most one state file, got %d", len(a))}
+	}
+	note := func(msg string) { fmt.Fprintf(stderr, "note: %s\n", msg) }
+	files := a
+	if len(a) == 0 {
+		var err error
+		files, err = filepath.Glob(filepath.Join(cfs.DefaultStateDir, "apply-*.json"))
+		if err != nil {
+			return err
+		}
+		if len(files) == 0 {
+			fmt.Fprintf(stdout, "nothing to revert: no state files in %s\n", cfs.DefaultStateDir)
+			return nil
+		}
+	}
+	var errs []error
+	for _, path := range files {
+		err := cfs.RevertFile(path, note)
+		switch {
+		case err == nil:
+			fmt.Fprintf(stdout, "reverted  %s\n", path)
+		case len(a) == 0 && errors.Is(err, cfs.ErrOwnerRunning):
+			note(err.Error())
+		default:
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return flatErr(errors.Join(errs...))
+	}
+	return nil
+}
+
+// flatErr puts a multi-line error (errors.Join) on one line, keeping a
+// one-line error as it is.
+func flatErr(err error) error {
+	if !strings.Contains(err.Error(), "\n") {
+		return err
+	}
+	return errors.New(oneLine(err))
+}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"temper.codes/temper-train/observe/target"
+)
+
+// targetFlags name a live workload on this node: observe traces it, apply
+// changes how its threads are scheduled. Both resolve it with
+// observe/target.
+type targetFlags struct {
+	pid        int
+	cgroup     string
+	pod        string
+	container  string
+	kubeconfig string
+	node       string
+}
+
+// register adds --pid, --cgroup, --pod, --container, --kubeconfig and
+// --node to cmd; verb says what the command does to the target ("trace").
+func (f *targetFlags) register(cmd *cobra.Command, verb string) {
+	fl := cmd.Flags()
+	fl.IntVar(&f.pid, "pid", 0, verb+" this process, all its threads and its descendants")
+	fl.StringVar(&f.cgroup, "cgroup", "", verb+" every process in this cgroup (absolute path, or relative to a cgroup mount)")
+	fl.StringVar(&f.pod, "pod", "", verb+" this Kubernetes pod (NAMESPACE/NAME) running on this node")
+	fl.StringVar(&f.container, "container", "", "with --pod: "+verb+" only this container")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --pod (default $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	fl.StringVar(&f.node, "node", "", "this node's Kubernetes name for --pod (default: the host name)")
+}
+
+// given reports whether any of --pid, --cgroup and --pod was set.
+func (f *targetFlags) given() bool { return f.pid != 0 || f.cgroup != "" || f.pod != "" }
+
+// spec is the target the flags name, for target.Resolve.
+func (f *targetFlags) spec() target.Spec {
+	return target.Spec{Pid: f.pid, Cgroup: f.cgroup, Pod: f.pod, Container: f.container,
+		Kubeconfig: f.kubeconfig, NodeName: f.node}
+}
