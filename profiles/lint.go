@@ -221,7 +221,7 @@ func (l *linter) fields(i int) {
 	if g.Preempt && g.Treatment != Latency && g.Treatment != Exclusive {
 		l.warnf(i, "preempt", "ignored: only latency and exclusive groups preempt, this one is %s", g.Treatment)
 	}
-	if g.CPUFraction != 0 && (g.CPUFraction <= 0 || g.CPUFraction > 1) {
+	if g.CPUFraction != 0 && !(g.CPUFraction > 0 && g.CPUFraction <= 1) { // NaN too
 		l.errorf(i, "cpu_fraction", "%v is outside (0, 1]: it is the share of the pod's request given to the group", g.CPUFraction)
 	}
 	if g.Treatment != Exclusive {

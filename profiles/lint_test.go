@@ -2,6 +2,7 @@ package profiles
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -194,6 +195,9 @@ func TestLintRules(t *testing.T) {
 				p.ThreadGroups[2].CPUFraction, p.ThreadGroups[2].ExclusiveCores, p.ThreadGroups[2].Preempt = 0.5, 1, true
 			},
 			want: []want{{Warning, 2, "cpu_fraction", "ignored"}, {Warning, 2, "exclusive_cores", "ignored"}, {Warning, 2, "preempt", "ignored"}}},
+		{name: "cpu_fraction NaN from Go",
+			change: func(p *Profile) { p.ThreadGroups[0].CPUFraction = math.NaN() },
+			want:   []want{{Error, 0, "cpu_fraction", "outside (0, 1]"}}},
 		{name: "cpu_fraction out of range",
 			change: func(p *Profile) { p.ThreadGroups[0].CPUFraction = 1.5 },
 			want:   []want{{Error, 0, "cpu_fraction", "outside (0, 1]"}}},
