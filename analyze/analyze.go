@@ -110,6 +110,10 @@ func Analyze(r observe.Reader, opts Options) (*Analysis, error) {
 	propagateLatCrit(g, threads)
 	clusters := clusterThreads(threads)
 	classifyClusters(clusters, threads)
+	if c, moved := reconcileClusters(clusters, threads); moved {
+		clusters = c
+		classifyClusters(clusters, threads)
+	}
 
 	info, stats, sst := r.Info(), r.Stats(), c.sched.Stats()
 	lost, gaps := stats.TotalLost()

@@ -100,6 +100,11 @@ func (s Scores) values() []float64 {
 	return []float64{s.SyncCompute, s.LatencyCritical, s.IOWakeChain, s.Sporadic}
 }
 
+// of returns the score of one class.
+func (s Scores) of(class string) float64 {
+	return s.values()[slices.Index(Classes, class)]
+}
+
 // best returns the winning class and its confidence.
 func (s Scores) best() (string, float64) {
 	v := s.values()

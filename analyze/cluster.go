@@ -138,9 +138,17 @@ func clusterThreads(threads []Thread) []Cluster {
 		}
 		k++
 	}
+	return numberClusters(threads, raw, k)
+}
 
+// numberClusters builds the clusters from a raw assignment (raw[i] in
+// [0, k) for every thread), numbered from 1 in order of total CPU share, then
+// lowest tid, and sets each thread's Cluster. Raw clusters left empty are
+// dropped.
+func numberClusters(threads []Thread, raw []int, k int) []Cluster {
 	type agg struct {
 		raw    int
+		n      int
 		cpu    float64
 		minTid int32
 	}
@@ -150,9 +158,11 @@ func clusterThreads(threads []Thread) []Cluster {
 	}
 	for i, t := range threads {
 		a := &aggs[raw[i]]
+		a.n++
 		a.cpu += t.Features.CPUShare
 		a.minTid = min(a.minTid, t.Tid)
 	}
+	aggs = slices.DeleteFunc(aggs, func(a agg) bool { return a.n == 0 })
 	slices.SortStableFunc(aggs, func(a, b agg) int {
 		if c := cmp.Compare(b.cpu, a.cpu); c != 0 {
 			return c
@@ -163,7 +173,7 @@ func clusterThreads(threads []Thread) []Cluster {
 	for i, a := range aggs {
 		id[a.raw] = i + 1
 	}
-	clusters := make([]Cluster, k)
+	clusters := make([]Cluster, len(aggs))
 	for i := range clusters {
 		clusters[i] = Cluster{ID: i + 1, Members: []int32{}, Families: []FamilyCount{}}
 	}
@@ -182,4 +192,56 @@ func clusterThreads(threads []Thread) []Cluster {
 		clusters[i].CPUShare = round4(clusters[i].CPUShare)
 	}
 	return clusters
+}
+
+// reconcileClusters moves threads that plainly do not behave like the class
+// their cluster was given. The family pull in clusterThreads is a prior, not
+// a verdict: where one name covers different roles (every PostgreSQL process
+// is "postgres", every MariaDB thread "mariadbd"), a background process can be
+// pulled into the cluster of the many request-serving ones. A thread moves
+// when its own score for the cluster's class is at most half its own best
+// score; it goes to the cluster of its own class whose mean scores are
+// nearest its own, or to a new cluster when there is none. Call it after
+// classifyClusters, and classify again when it reports a move; the family
+// split it causes is reported like any other.
+func reconcileClusters(clusters []Cluster, threads []Thread) ([]Cluster, bool) {
+	raw := make([]int, len(threads))
+	for i := range threads {
+		raw[i] = threads[i].Cluster - 1
+	}
+	k := len(clusters)
+	fresh := map[string]int{} // new raw cluster per class
+	moved := false
+	for i := range threads {
+		t := &threads[i]
+		c := &clusters[t.Cluster-1]
+		own := t.Scores.of(t.OwnClass)
+		if t.OwnClass == c.Class || t.Scores.of(c.Class) > own/2 {
+			continue
+		}
+		dest, best := -1, math.Inf(1)
+		for j := range clusters {
+			if clusters[j].Class != t.OwnClass {
+				continue
+			}
+			if d := floats.Distance(t.Scores.values(), clusters[j].Scores.values(), 2); d < best {
+				dest, best = j, d
+			}
+		}
+		if dest < 0 {
+			n, ok := fresh[t.OwnClass]
+			if !ok {
+				n = k
+				fresh[t.OwnClass] = n
+				k++
+			}
+			dest = n
+		}
+		raw[i] = dest
+		moved = true
+	}
+	if !moved {
+		return clusters, false
+	}
+	return numberClusters(threads, raw, k), true
 }
