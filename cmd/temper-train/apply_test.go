@@ -277,10 +277,11 @@ func TestApplyCommand(t *testing.T) {
 	}
 }
 
-// TestApplyKilledThenRevert SIGKILLs a real apply process: the threads stay
-// changed and the state file stays; apply --revert then restores every
+// TestApplySignals runs a real apply process twice. SIGTERM: it reverts
+// every thread, exits 0 and removes its state file. SIGKILL: the threads
+// stay changed and the state file stays; apply --revert then restores every
 // thread, notes the one that exited meanwhile, and removes the file.
-func TestApplyKilledThenRevert(t *testing.T) {
+func TestApplySignals(t *testing.T) {
 	needSchedPrivileges(t)
 	excl, _ := exclusiveCPUs(t)
 	tt := buildCLI(t)
@@ -291,19 +292,33 @@ func TestApplyKilledThenRevert(t *testing.T) {
 	state := filepath.Join(dir, "state.json")
 	before := w.views(t)
 
-	cmd := exec.Command(tt, "apply", prof, "--pid", strconv.Itoa(w.cmd.Process.Pid), "--backend", "cfs", "--state", state, "-q")
-	stderr, _ := cmd.StderrPipe()
-	must(t, cmd.Start())
-	defer cmd.Process.Kill()
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			t.Logf("apply: %s", sc.Text())
+	startApply := func() *exec.Cmd {
+		cmd := exec.Command(tt, "apply", prof, "--pid", strconv.Itoa(w.cmd.Process.Pid), "--backend", "cfs", "--state", state, "-q")
+		cmd.Stderr = &testLog{t: t, prefix: "apply: "}
+		cmd.Stdout = cmd.Stderr
+		must(t, cmd.Start())
+		t.Cleanup(func() { cmd.Process.Kill() })
+		waitFor(t, "apply to change the threads", func() bool {
+			return readSched(t, w.tids["wl-compute-1"]).CPUs == excl && readSched(t, w.tids["sleep"]).Policy == 5
+		})
+		return cmd
+	}
+
+	cmd := startApply()
+	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("apply after SIGTERM: %v", err)
+	}
+	for n, tid := range w.tids {
+		if got := readSched(t, tid); got != before[n] {
+			t.Errorf("after SIGTERM: %s: %+v, want %+v", n, got, before[n])
 		}
-	}()
-	waitFor(t, "apply to change the threads", func() bool {
-		return readSched(t, w.tids["wl-compute-1"]).CPUs == excl && readSched(t, w.tids["sleep"]).Policy == 5
-	})
+	}
+	if _, err := os.Stat(state); !os.IsNotExist(err) {
+		t.Fatalf("state file after SIGTERM: %v", err)
+	}
+
+	cmd = startApply()
 	must(t, cmd.Process.Signal(syscall.SIGKILL))
 	cmd.Wait()
 	time.Sleep(300 * time.Millisecond)
@@ -507,6 +522,17 @@ func TestApplyUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, stderr, exitUsage, c.err)
 		}
 	}
+}
+
+// testLog writes a subprocess's output to the test log.
+type testLog struct {
+	t      *testing.T
+	prefix string
+}
+
+func (l *testLog) Write(b []byte) (int, error) {
+	l.t.Logf("%s%s", l.prefix, strings.TrimRight(string(b), "\n"))
+	return len(b), nil
 }
 
 func must(t *testing.T, err error) {
