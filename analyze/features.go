@@ -10,23 +10,26 @@ import (
 // threadAcc accumulates one thread's (one UTID's) behaviour as the trace
 // streams by. Its size depends on the range of values seen, never on the
 // number of events: two sketches, a CPU bitset and counters.
+//
+// The counters come first and the sketches (whose first samples are kept
+// inline) last, so that one event's updates touch few cache lines.
 type threadAcc struct {
-	runNs     int64  // time on a CPU, including a run still open at trace end
-	runs      Sketch // completed on-CPU runs (switch-in to switch-out), ns
-	openRuns  int64  // runs still open at trace end (censored, not in runs)
-	endless   int64  // runs whose switch-out the trace missed (not in runs or runNs)
-	wakeLat   Sketch // waking → running, ns, for wakings that led to a run
-	wakeups   int64  // wakings that made the thread runnable
-	wakesOut  int64  // wakings this thread performed on others (not in IRQ context)
+	runNs     int64 // time on a CPU, including a run still open at trace end
+	openRuns  int64 // runs still open at trace end (censored, not in runs)
+	endless   int64 // runs whose switch-out the trace missed (not in runs or runNs)
+	wakeups   int64 // wakings that made the thread runnable
+	wakesOut  int64 // wakings this thread performed on others (not in IRQ context)
 	outs      [numOuts]int64
 	waitNs    [numOuts]int64 // time after a switch-out in each state kind (R/R+: waiting for a CPU)
 	runnable  int64          // ns waiting for a CPU after a wakeup
-	lastCPU   int32
 	migration int64
 	cpus      []uint64 // bitset of CPUs it ran on
-	sawIdle   bool     // switched out in state I (idle kernel thread)
-	lastOutD  bool     // the latest switch-out left it in D: its next wakeup ends an I/O wait
+	lastCPU   int32
 	prio      int32
+	sawIdle   bool   // switched out in state I (idle kernel thread)
+	lastOutD  bool   // the latest switch-out left it in D: its next wakeup ends an I/O wait
+	runs      Sketch // completed on-CPU runs (switch-in to switch-out), ns
+	wakeLat   Sketch // waking → running, ns, for wakings that led to a run
 }
 
 // Switch-out kinds, by prev_state.

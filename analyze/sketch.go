@@ -20,10 +20,12 @@ type Sketch struct {
 	sum    float64
 	min    int64
 	max    int64
-	exact  [sketchExact]int64 // the first samples, while n ≤ sketchExact
-	base   int                // bucket index of counts[0]
-	counts []uint32           // bucket counts once folded
+	base   int      // bucket index of counts[0]
+	counts []uint32 // bucket counts once folded
 	folded bool
+	// exact holds the first samples, while n ≤ sketchExact. It comes last
+	// so that the fields every Add touches share a cache line.
+	exact [sketchExact]int64
 }
 
 const (
