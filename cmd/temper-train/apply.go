@@ -26,6 +26,7 @@ import (
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/scheduler/scx"
+	"temper.codes/temper-train/synthesize"
 )
 
 // applyFlags are apply's command-line settings.
@@ -340,7 +341,10 @@ func chooseBackend(name string, opts cfs.Options, w io.Writer) (scheduler.Backen
 // for a pod, its CPU request). Warnings are printed; an error stops apply
 // before anything changes.
 func lintForApply(p *profiles.Profile, path, backend string, topo *snapshot.Topology, tgt *target.Target, w io.Writer) error {
-	shape := machineShape(topo)
+	shape, err := synthesize.ShapeOf(topo)
+	if err != nil {
+		return fmt.Errorf("machine shape: %w", err)
+	}
 	opt := profiles.LintOptions{Backend: backend, Shape: &shape}
 	if tgt.Pod != nil {
 		for _, c := range tgt.Pod.Containers {
@@ -362,22 +366,6 @@ func lintForApply(p *profiles.Profile, path, backend string, topo *snapshot.Topo
 		return fmt.Errorf("%s: %s; nothing was changed", path, errs[0])
 	}
 	return fmt.Errorf("%s: %s (and %d more lint errors); nothing was changed", path, errs[0], len(errs)-1)
-}
-
-// machineShape is this machine's shape as profiles know shapes: online
-// CPUs, cores, threads per core when every core has the same number, and
-// NUMA nodes.
-func machineShape(t *snapshot.Topology) profiles.Shape {
-	s := profiles.Shape{LogicalCPUs: len(t.Online), Cores: len(t.Cores), NUMANodes: len(t.NUMANodes)}
-	for i, c := range t.Cores {
-		if i == 0 {
-			s.ThreadsPerCore = len(c.CPUs)
-		} else if len(c.CPUs) != s.ThreadsPerCore {
-			s.ThreadsPerCore = 0
-			break
-		}
-	}
-	return s
 }
 
 // printApplyStats prints one row per group and, below the table, what the
