@@ -5,10 +5,10 @@
 package scx
 
 import (
-	"context"
-	"errors"
 	"os"
+	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 
 	"temper.codes/temper-train/scheduler"
@@ -20,22 +20,21 @@ type Backend struct {
 	sysfs     string                    // /sys/kernel/sched_ext, or a fake tree in tests
 	kernelBTF func() (*btf.Spec, error) // the running kernel's BTF
 	euid      func() int
+	// timeout bounds the waits for sched_ext's state after attaching and
+	// detaching. Switching every task to the new class takes milliseconds
+	// on hardware and seconds under emulation.
+	timeout time.Duration
+	// editSpec, when set (tests only), changes the prepared object just
+	// before it is loaded.
+	editSpec func(*ebpf.CollectionSpec) error
 }
 
 // New returns the backend for the running kernel.
 func New() *Backend {
-	return &Backend{sysfs: sysfsRoot, kernelBTF: btf.LoadKernelSpec, euid: os.Geteuid}
+	return &Backend{sysfs: sysfsRoot, kernelBTF: btf.LoadKernelSpec, euid: os.Geteuid, timeout: 30 * time.Second}
 }
 
 // Name is the backend's name as profiles.MatcherKinds knows it.
 func (b *Backend) Name() string { return "sched_ext" }
 
 var _ scheduler.Backend = (*Backend)(nil)
-
-// Apply puts p in force. (Loader in progress.)
-func (b *Backend) Apply(ctx context.Context, p scheduler.Plan) (scheduler.Applied, error) {
-	if err := b.Probe(); err != nil {
-		return nil, err
-	}
-	return nil, errors.New("sched_ext backend: apply is not implemented yet")
-}

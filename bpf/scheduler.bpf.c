@@ -1,0 +1,543 @@
+//go:build ignore
+
+// SPDX-License-Identifier: GPL-2.0
+//
+// temper's layered sched_ext scheduler. Every thread belongs to a layer:
+// user space (scheduler/scx) puts the workload's threads into the task_layers
+// map, one layer per thread group of the profile; everything else runs in
+// the default layer, scheduled like the normal treatment. Layers by
+// treatment:
+//
+//   exclusive  a DSQ of its own, consumed only by the primary CPU of each
+//              core the layer owns. Nothing else is dispatched to an owned
+//              core and its other hyperthreads stay idle, so the layer's
+//              threads never share a core. Tasks that may run only on owned
+//              CPUs (per-CPU kthreads) still run there, from their CPU's
+//              local DSQ.
+//   latency    a DSQ of its own, consumed before everything else on shared
+//              CPUs, a short slice; with preempt, a waking thread preempts a
+//              lower layer's task on its CPU.
+//   normal     the shared DSQ, ordered by weighted virtual time (the default
+//              layer too).
+//   batch      a DSQ of its own, consumed when latency and normal work is
+//              done; long slices.
+//   yield      a DSQ of its own, consumed last.
+//
+// Kfuncs whose names changed across kernels are declared weak under every
+// name and chosen with ts_ksym_exists(); scheduler/scx resolves which names
+// the loader can use before loading (see docs/scheduler.md).
+
+#include "scheduler.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+// Set by the loader before load.
+const volatile __u32 nr_cpus = 1;
+const volatile __u32 nr_layers = 1;     // thread groups + the default layer
+const volatile __u32 default_layer = 0; // nr_layers - 1
+const volatile __u32 nr_dispatch = 0;
+// The DSQs a shared CPU consumes, in order: latency layers, the normal DSQ,
+// batch layers, yield layers.
+const volatile __u64 dispatch_order[TS_MAX_LAYERS + 1];
+const volatile struct ts_layer layers[TS_MAX_LAYERS];
+const volatile struct ts_cpu cpus[TS_MAX_CPUS];
+
+// Written by ops.exit, read by user space after the scheduler is gone.
+__u32 exit_kind;
+__s64 exit_code;
+char exit_reason[128];
+char exit_msg[1024];
+
+__u64 vtime_now;
+
+// task_layers: tid → layer, maintained by user space. Absent: default layer.
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u32);
+} task_layers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, TS_MAX_LAYERS);
+	__type(key, __u32);
+	__type(value, struct ts_stats);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TS_MAX_CPUS);
+	__type(key, __u32);
+	__type(value, struct ts_cpu_state);
+} cpu_state SEC(".maps");
+
+struct ts_mask {
+	struct bpf_cpumask __ts_kptr *mask;
+};
+
+// masks[0]: the shared CPUs (cores no exclusive layer owns).
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ts_mask);
+} masks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct ts_task);
+} task_ctx SEC(".maps");
+
+// Kfuncs. Names that changed across kernels are all declared weak; the
+// newest comes first in each family.
+extern bool scx_bpf_dsq_insert___v2(struct task_struct *p, __u64 dsq_id, __u64 slice, __u64 enq_flags) __ksym __weak;
+extern void scx_bpf_dsq_insert(struct task_struct *p, __u64 dsq_id, __u64 slice, __u64 enq_flags) __ksym __weak;
+extern void scx_bpf_dispatch(struct task_struct *p, __u64 dsq_id, __u64 slice, __u64 enq_flags) __ksym __weak;
+extern void scx_bpf_dsq_insert_vtime(struct task_struct *p, __u64 dsq_id, __u64 slice, __u64 vtime, __u64 enq_flags) __ksym __weak;
+extern void scx_bpf_dispatch_vtime(struct task_struct *p, __u64 dsq_id, __u64 slice, __u64 vtime, __u64 enq_flags) __ksym __weak;
+extern bool scx_bpf_dsq_move_to_local___v2(__u64 dsq_id, __u64 enq_flags) __ksym __weak;
+extern bool scx_bpf_dsq_move_to_local(__u64 dsq_id) __ksym __weak;
+extern bool scx_bpf_consume(__u64 dsq_id) __ksym __weak;
+extern __s32 scx_bpf_select_cpu_and(struct task_struct *p, __s32 prev_cpu, __u64 wake_flags,
+				    const struct cpumask *cpus_allowed, __u64 flags) __ksym __weak;
+extern __s32 scx_bpf_select_cpu_dfl(struct task_struct *p, __s32 prev_cpu, __u64 wake_flags,
+				    bool *is_idle) __ksym __weak;
+extern __s32 scx_bpf_create_dsq(__u64 dsq_id, __s32 node) __ksym;
+extern void scx_bpf_kick_cpu(__s32 cpu, __u64 flags) __ksym;
+extern bool scx_bpf_test_and_clear_cpu_idle(__s32 cpu) __ksym;
+extern __s32 scx_bpf_pick_idle_cpu(const struct cpumask *cpus_allowed, __u64 flags) __ksym;
+extern __s32 scx_bpf_task_cpu(const struct task_struct *p) __ksym;
+extern struct bpf_cpumask *bpf_cpumask_create(void) __ksym;
+extern void bpf_cpumask_release(struct bpf_cpumask *cpumask) __ksym;
+extern void bpf_cpumask_set_cpu(__u32 cpu, struct bpf_cpumask *cpumask) __ksym;
+extern bool bpf_cpumask_test_cpu(__u32 cpu, const struct cpumask *cpumask) __ksym;
+extern bool bpf_cpumask_intersects(const struct cpumask *src1, const struct cpumask *src2) __ksym;
+
+static __always_inline void insert(struct task_struct *p, __u64 dsq, __u64 slice, __u64 flags)
+{
+	if (ts_ksym_exists(scx_bpf_dsq_insert___v2))
+		scx_bpf_dsq_insert___v2(p, dsq, slice, flags);
+	else if (ts_ksym_exists(scx_bpf_dsq_insert))
+		scx_bpf_dsq_insert(p, dsq, slice, flags);
+	else
+		scx_bpf_dispatch(p, dsq, slice, flags);
+}
+
+static __always_inline void insert_vtime(struct task_struct *p, __u64 dsq, __u64 slice,
+					 __u64 vtime, __u64 flags)
+{
+	if (ts_ksym_exists(scx_bpf_dsq_insert_vtime))
+		scx_bpf_dsq_insert_vtime(p, dsq, slice, vtime, flags);
+	else
+		scx_bpf_dispatch_vtime(p, dsq, slice, vtime, flags);
+}
+
+static __always_inline bool move_to_local(__u64 dsq)
+{
+	if (ts_ksym_exists(scx_bpf_dsq_move_to_local___v2))
+		return scx_bpf_dsq_move_to_local___v2(dsq, 0);
+	if (ts_ksym_exists(scx_bpf_dsq_move_to_local))
+		return scx_bpf_dsq_move_to_local(dsq);
+	return scx_bpf_consume(dsq);
+}
+
+static __always_inline __u32 layer_of(struct task_struct *p)
+{
+	__u32 tid = p->pid;
+	__u32 *l = bpf_map_lookup_elem(&task_layers, &tid);
+
+	if (l && *l < nr_layers && *l < TS_MAX_LAYERS)
+		return *l;
+	return default_layer < TS_MAX_LAYERS ? default_layer : 0;
+}
+
+static __always_inline __u32 treatment_of(__u32 layer)
+{
+	return layer < TS_MAX_LAYERS ? layers[layer].treatment : TS_NORMAL;
+}
+
+static __always_inline struct ts_stats *stats_of(__u32 layer)
+{
+	return bpf_map_lookup_elem(&stats, &layer);
+}
+
+static __always_inline void count_dispatch(__u32 layer)
+{
+	struct ts_stats *s = stats_of(layer);
+
+	if (s)
+		s->dispatches++;
+}
+
+static __always_inline __u64 slice_of(__u32 layer)
+{
+	__u64 s = layer < TS_MAX_LAYERS ? layers[layer].slice_ns : 0;
+
+	return s ? s : SCX_SLICE_DFL;
+}
+
+static __always_inline const struct cpumask *shared_mask(void)
+{
+	__u32 zero = 0;
+	struct ts_mask *m = bpf_map_lookup_elem(&masks, &zero);
+	struct bpf_cpumask *mask;
+
+	if (!m)
+		return NULL;
+	mask = m->mask;
+	return (const struct cpumask *)mask;
+}
+
+static __always_inline bool cpu_owned(__s32 cpu)
+{
+	return cpu >= 0 && cpu < TS_MAX_CPUS && cpus[cpu].owner != TS_NO_LAYER;
+}
+
+// exclusive_fits reports whether p may run on one of its exclusive layer's
+// primary CPUs; a thread whose affinity excludes them all runs shared.
+static __always_inline bool exclusive_fits(struct task_struct *p, __u32 layer)
+{
+	__u32 n;
+
+	if (layer >= TS_MAX_LAYERS)
+		return false;
+	n = layers[layer].nr_cpus;
+	for (__u32 i = 0; i < TS_MAX_LAYER_CPUS && i < n; i++)
+		if (bpf_cpumask_test_cpu(layers[layer].cpus[i], p->cpus_ptr))
+			return true;
+	return false;
+}
+
+// pinned_to_owned reports whether p may run only on owned CPUs (a per-CPU
+// kthread of an owned core): it goes to its CPU's local DSQ, which every
+// CPU runs whatever the plan.
+static __always_inline bool pinned_to_owned(struct task_struct *p)
+{
+	const struct cpumask *shared = shared_mask();
+
+	if (!shared)
+		return false;
+	return !bpf_cpumask_intersects(shared, p->cpus_ptr);
+}
+
+SEC("struct_ops/select_cpu")
+__s32 ts_select_cpu(unsigned long long *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+	__s32 prev_cpu = ctx[1];
+	__u64 wake_flags = ctx[2];
+	__u32 layer = layer_of(p);
+	const struct cpumask *shared;
+	bool idle = false;
+	__s32 cpu;
+
+	if (treatment_of(layer) == TS_EXCLUSIVE && exclusive_fits(p, layer)) {
+		__u32 n = layers[layer & (TS_MAX_LAYERS - 1)].nr_cpus;
+
+		for (__u32 i = 0; i < TS_MAX_LAYER_CPUS && i < n; i++) {
+			cpu = layers[layer & (TS_MAX_LAYERS - 1)].cpus[i];
+			if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
+			    scx_bpf_test_and_clear_cpu_idle(cpu)) {
+				insert(p, SCX_DSQ_LOCAL, slice_of(layer), 0);
+				count_dispatch(layer);
+				return cpu;
+			}
+		}
+		if (cpu_owned(prev_cpu) && cpus[prev_cpu & (TS_MAX_CPUS - 1)].owner == layer)
+			return prev_cpu;
+		return layers[layer & (TS_MAX_LAYERS - 1)].cpus[0];
+	}
+
+	shared = shared_mask();
+	if (!shared)
+		return prev_cpu;
+	if (ts_ksym_exists(scx_bpf_select_cpu_and)) {
+		// Idle shared CPUs only, and the kernel's preferences among them
+		// (prev_cpu, a whole idle core, the same LLC).
+		cpu = scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, shared, 0);
+		if (cpu >= 0) {
+			insert(p, SCX_DSQ_LOCAL, slice_of(layer), 0);
+			count_dispatch(layer);
+			return cpu;
+		}
+		return prev_cpu;
+	}
+	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &idle);
+	if (!cpu_owned(cpu)) {
+		if (idle) {
+			insert(p, SCX_DSQ_LOCAL, slice_of(layer), 0);
+			count_dispatch(layer);
+		}
+		return cpu;
+	}
+	// The kernel's choice is an owned CPU, which must stay to its layer:
+	// give back the idle state we took and look among shared CPUs.
+	if (idle)
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	cpu = scx_bpf_pick_idle_cpu(shared, 0);
+	if (cpu >= 0 && bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
+		insert(p, SCX_DSQ_LOCAL, slice_of(layer), 0);
+		count_dispatch(layer);
+		return cpu;
+	}
+	if (cpu >= 0)
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+	return prev_cpu;
+}
+
+// preempt_target returns a CPU where p may run that runs a lower layer's
+// task now, or -1: p's last CPU first.
+static __always_inline __s32 preempt_target(struct task_struct *p)
+{
+	__s32 cpu = scx_bpf_task_cpu(p);
+	const struct cpumask *shared = shared_mask();
+	struct ts_cpu_state *st;
+	__u32 key, t;
+
+	if (!shared || cpu < 0 || !bpf_cpumask_test_cpu(cpu, shared) ||
+	    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return -1;
+	key = cpu;
+	st = bpf_map_lookup_elem(&cpu_state, &key);
+	if (!st || !st->tid)
+		return -1;
+	t = treatment_of(st->layer);
+	if (t == TS_NORMAL || t == TS_BATCH || t == TS_YIELD)
+		return cpu;
+	return -1;
+}
+
+static __always_inline void kick_idle_primary(struct task_struct *p, __u32 layer)
+{
+	__u32 n = layers[layer & (TS_MAX_LAYERS - 1)].nr_cpus;
+	__s32 cpu;
+
+	for (__u32 i = 0; i < TS_MAX_LAYER_CPUS && i < n; i++) {
+		cpu = layers[layer & (TS_MAX_LAYERS - 1)].cpus[i];
+		if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
+		    scx_bpf_test_and_clear_cpu_idle(cpu)) {
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			return;
+		}
+	}
+}
+
+SEC("struct_ops/enqueue")
+void ts_enqueue(unsigned long long *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+	__u64 enq_flags = ctx[1];
+	__u32 layer = layer_of(p);
+	__u32 t = treatment_of(layer);
+	__u64 slice = slice_of(layer);
+	struct ts_stats *s = stats_of(layer);
+	struct ts_task *tc;
+	__s32 cpu;
+
+	if (s)
+		s->enqueues++;
+	if (t == TS_EXCLUSIVE && exclusive_fits(p, layer)) {
+		insert(p, TS_LAYER_DSQ_BASE + layer, slice, enq_flags);
+		count_dispatch(layer);
+		kick_idle_primary(p, layer);
+		return;
+	}
+	if (p->nr_cpus_allowed < nr_cpus && pinned_to_owned(p)) {
+		insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
+		count_dispatch(layer);
+		return;
+	}
+	switch (t) {
+	case TS_LATENCY:
+		if (layers[layer & (TS_MAX_LAYERS - 1)].preempt) {
+			cpu = preempt_target(p);
+			if (cpu >= 0) {
+				insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags | SCX_ENQ_PREEMPT);
+				count_dispatch(layer);
+				if (s)
+					s->preemptions++;
+				return;
+			}
+		}
+		insert(p, TS_LAYER_DSQ_BASE + layer, slice, enq_flags);
+		break;
+	case TS_BATCH:
+	case TS_YIELD:
+		insert(p, TS_LAYER_DSQ_BASE + layer, slice, enq_flags);
+		break;
+	default:
+		// normal, the default layer, and exclusive threads that cannot
+		// reach their cores. A thread that slept long gets at most one
+		// slice of credit over the threads that kept running.
+		tc = bpf_task_storage_get(&task_ctx, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!tc) {
+			insert(p, TS_NORMAL_DSQ, slice, enq_flags);
+			break;
+		}
+		if ((__s64)(tc->vtime - (vtime_now - SCX_SLICE_DFL)) < 0)
+			tc->vtime = vtime_now - SCX_SLICE_DFL;
+		insert_vtime(p, TS_NORMAL_DSQ, slice, tc->vtime, enq_flags);
+		break;
+	}
+	count_dispatch(layer);
+}
+
+SEC("struct_ops/dispatch")
+void ts_dispatch(unsigned long long *ctx)
+{
+	__s32 cpu = ctx[0];
+	__u32 c = cpu & (TS_MAX_CPUS - 1), owner, n = nr_dispatch;
+
+	owner = cpus[c].owner;
+	if (owner != TS_NO_LAYER) {
+		// An owned core: its primary CPU runs the owner's threads, its
+		// other hyperthreads nothing.
+		if (cpus[c].primary)
+			move_to_local(TS_LAYER_DSQ_BASE + owner);
+		return;
+	}
+	for (__u32 i = 0; i < TS_MAX_LAYERS + 1 && i < n; i++)
+		if (move_to_local(dispatch_order[i]))
+			return;
+}
+
+static __always_inline bool exclusive_on(struct ts_cpu_state *st)
+{
+	return st && st->tid && treatment_of(st->layer) == TS_EXCLUSIVE;
+}
+
+SEC("struct_ops/running")
+void ts_running(unsigned long long *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+	__u32 cpu = bpf_get_smp_processor_id(), c = cpu & (TS_MAX_CPUS - 1);
+	__u32 layer = layer_of(p);
+	bool excl = treatment_of(layer) == TS_EXCLUSIVE;
+	struct ts_cpu_state *st = bpf_map_lookup_elem(&cpu_state, &cpu), *sst;
+	struct ts_stats *s;
+	__u64 v;
+
+	if (!st)
+		return;
+	st->tid = p->pid;
+	st->layer = layer;
+	st->started_ns = bpf_ktime_get_ns();
+	v = p->scx.dsq_vtime;
+	if ((__s64)(v - vtime_now) > 0)
+		vtime_now = v;
+
+	// SMT: an exclusive thread starting next to a busy sibling, or a task
+	// starting next to an exclusive thread, is one count for that
+	// exclusive layer.
+	for (int i = 0; i < TS_MAX_SIBLINGS; i++) {
+		__u32 sib = cpus[c].siblings[i];
+
+		if (sib == TS_NO_CPU)
+			break;
+		sst = bpf_map_lookup_elem(&cpu_state, &sib);
+		if (!sst || !sst->tid)
+			continue;
+		if (excl)
+			s = stats_of(layer);
+		else if (exclusive_on(sst))
+			s = stats_of(sst->layer);
+		else
+			continue;
+		if (s)
+			s->sibling_busy++;
+	}
+}
+
+SEC("struct_ops/stopping")
+void ts_stopping(unsigned long long *ctx)
+{
+	struct task_struct *p = (void *)ctx[0];
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct ts_cpu_state *st = bpf_map_lookup_elem(&cpu_state, &cpu);
+	__u32 layer, t, w;
+	struct ts_stats *s;
+	struct ts_task *tc;
+	__u64 ran;
+
+	if (!st || !st->tid)
+		return;
+	layer = st->layer;
+	ran = bpf_ktime_get_ns() - st->started_ns;
+	st->tid = 0;
+	s = stats_of(layer);
+	if (s)
+		s->runtime_ns += ran;
+	t = treatment_of(layer);
+	if (t != TS_NORMAL && t != TS_EXCLUSIVE)
+		return;
+	// Virtual time advances by runtime scaled by the inverse weight: the
+	// task's own (nice) weight times its layer's, 100 being neutral.
+	w = p->scx.weight;
+	if (layer < TS_MAX_LAYERS && layers[layer].weight)
+		w = w * layers[layer].weight / 100;
+	if (!w)
+		w = 1;
+	tc = bpf_task_storage_get(&task_ctx, p, 0, 0);
+	if (tc)
+		tc->vtime += ran * 100 / w;
+}
+
+SEC("struct_ops.s/init")
+__s32 ts_init(void)
+{
+	struct bpf_cpumask *mask, *old;
+	struct ts_mask *m;
+	__u32 zero = 0;
+	__s32 err;
+
+	for (__u32 l = 0; l < TS_MAX_LAYERS && l < nr_layers; l++) {
+		err = scx_bpf_create_dsq(TS_LAYER_DSQ_BASE + l, -1);
+		if (err)
+			return err;
+	}
+	err = scx_bpf_create_dsq(TS_NORMAL_DSQ, -1);
+	if (err)
+		return err;
+
+	mask = bpf_cpumask_create();
+	if (!mask)
+		return -12; // ENOMEM
+	for (__u32 c = 0; c < TS_MAX_CPUS && c < nr_cpus; c++)
+		if (cpus[c].owner == TS_NO_LAYER)
+			bpf_cpumask_set_cpu(c, mask);
+	m = bpf_map_lookup_elem(&masks, &zero);
+	if (!m) {
+		bpf_cpumask_release(mask);
+		return -2; // ENOENT
+	}
+	old = bpf_kptr_xchg(&m->mask, mask);
+	if (old)
+		bpf_cpumask_release(old);
+	return 0;
+}
+
+SEC("struct_ops/exit")
+void ts_exit(unsigned long long *ctx)
+{
+	struct scx_exit_info *ei = (void *)ctx[0];
+
+	exit_kind = ei->kind;
+	exit_code = ei->exit_code;
+	bpf_probe_read_kernel_str(exit_reason, sizeof(exit_reason), ei->reason);
+	bpf_probe_read_kernel_str(exit_msg, sizeof(exit_msg), ei->msg);
+}
+
+SEC(".struct_ops.link")
+struct sched_ext_ops temper_ops = {
+	.select_cpu = (void *)ts_select_cpu,
+	.enqueue = (void *)ts_enqueue,
+	.dispatch = (void *)ts_dispatch,
+	.running = (void *)ts_running,
+	.stopping = (void *)ts_stopping,
+	.init = (void *)ts_init,
+	.exit = (void *)ts_exit,
+	.name = "temper_layered",
+};

@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The layered sched_ext scheduler's configuration records (mirrored by hand
+ * in scheduler/scx/config.go, whose tests compare both layouts through the
+ * object's BTF) and the few kernel types it touches.
+ *
+ * No vmlinux.h: kernel structures are declared with the members we read and
+ * preserve_access_index, so CO-RE relocates them to the running kernel's
+ * layout. struct sched_ext_ops needs no such care: cilium/ebpf copies a
+ * struct_ops value member by member, matched by name against the kernel's
+ * own struct, so a partial declaration with the kernel's member names is
+ * enough.
+ */
+#ifndef TS_SCHEDULER_H
+#define TS_SCHEDULER_H
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <stdbool.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+#define TS_MAX_LAYERS 32      /* thread groups + the default layer */
+#define TS_MAX_CPUS 1024
+#define TS_MAX_LAYER_CPUS 64  /* cores one exclusive layer may own */
+#define TS_MAX_SIBLINGS 3     /* other hyperthreads of a core (SMT4) */
+#define TS_NO_CPU 0xffffffffu
+#define TS_NO_LAYER 0xffffffffu
+
+/* DSQ ids: one per layer, and the shared vtime-ordered DSQ of the normal
+ * and default layers. Custom ids must not set bit 63 (built-in DSQs). */
+#define TS_LAYER_DSQ_BASE 0x1000ULL
+#define TS_NORMAL_DSQ 0x2000ULL
+
+enum ts_treatment {
+	TS_EXCLUSIVE = 1,
+	TS_LATENCY = 2,
+	TS_NORMAL = 3,
+	TS_BATCH = 4,
+	TS_YIELD = 5,
+};
+
+/* One layer: a thread group of the profile, or the default layer. */
+struct ts_layer {
+	__u32 treatment; /* enum ts_treatment */
+	__u32 weight;    /* 1..10000, 100 = as the kernel weighs the task */
+	__u64 slice_ns;
+	__u32 preempt;   /* latency layers: preempt lower layers on wakeup */
+	__u32 nr_cpus;   /* exclusive layers: how many primary CPUs */
+	__u32 cpus[TS_MAX_LAYER_CPUS]; /* the CPU of each owned core that runs the layer */
+};
+
+/* One CPU's place in the plan. */
+struct ts_cpu {
+	__u32 owner;   /* the exclusive layer owning this CPU's core, or TS_NO_LAYER */
+	__u32 primary; /* owned: this CPU runs the owner's threads; 0: kept idle */
+	__u32 siblings[TS_MAX_SIBLINGS]; /* TS_NO_CPU-terminated */
+	__u32 pad;
+};
+
+/* What a CPU runs now, read by its SMT siblings. */
+struct ts_cpu_state {
+	__u32 tid;   /* 0: idle or a task outside sched_ext */
+	__u32 layer;
+	__u64 started_ns;
+};
+
+/* Per-layer counters, one copy per CPU. */
+struct ts_stats {
+	__u64 runtime_ns;
+	__u64 dispatches;   /* insertions into a DSQ */
+	__u64 preemptions;  /* wakeups that preempted another task */
+	__u64 sibling_busy; /* an exclusive thread and another task on one core */
+	__u64 enqueues;
+};
+
+struct ts_task {
+	__u64 vtime; /* normal and default layers: weighted runtime */
+};
+
+/* ---- kernel types, CO-RE relocated ---- */
+
+struct cpumask {
+	unsigned long bits[1];
+} __attribute__((preserve_access_index));
+
+struct bpf_cpumask {
+	struct cpumask cpumask;
+} __attribute__((preserve_access_index));
+
+struct sched_ext_entity {
+	__u32 weight;
+	__u64 dsq_vtime;
+	__u64 slice;
+} __attribute__((preserve_access_index));
+
+struct task_struct {
+	unsigned int flags;
+	int nr_cpus_allowed;
+	const struct cpumask *cpus_ptr;
+	__s32 pid;
+	__s32 tgid;
+	struct sched_ext_entity scx;
+} __attribute__((preserve_access_index));
+
+/* A CO-RE field must have the kernel's kind: kind is an enum there. */
+enum scx_exit_kind {
+	SCX_EXIT_NONE = 0,
+};
+
+struct scx_exit_info {
+	enum scx_exit_kind kind;
+	__s64 exit_code;
+	const char *reason;
+	char *msg;
+} __attribute__((preserve_access_index));
+
+struct scx_init_task_args;
+struct scx_exit_task_args;
+
+/* The ops the scheduler implements, with the kernel's member names. */
+struct sched_ext_ops {
+	__s32 (*select_cpu)(struct task_struct *p, __s32 prev_cpu, __u64 wake_flags);
+	void (*enqueue)(struct task_struct *p, __u64 enq_flags);
+	void (*dispatch)(__s32 cpu, struct task_struct *prev);
+	void (*running)(struct task_struct *p);
+	void (*stopping)(struct task_struct *p, bool runnable);
+	__s32 (*init)(void);
+	void (*exit)(struct scx_exit_info *info);
+	__u64 flags;
+	__u32 timeout_ms;
+	char name[128];
+};
+
+/* Constants of the sched_ext ABI (include/linux/sched/ext.h). */
+#define SCX_DSQ_FLAG_BUILTIN (1ULL << 63)
+#define SCX_DSQ_FLAG_LOCAL_ON (1ULL << 62)
+#define SCX_DSQ_GLOBAL (SCX_DSQ_FLAG_BUILTIN | 1)
+#define SCX_DSQ_LOCAL (SCX_DSQ_FLAG_BUILTIN | 2)
+#define SCX_DSQ_LOCAL_ON (SCX_DSQ_FLAG_BUILTIN | SCX_DSQ_FLAG_LOCAL_ON)
+#define SCX_ENQ_PREEMPT (1ULL << 32)
+#define SCX_KICK_IDLE 1
+#define SCX_KICK_PREEMPT 2
+#define SCX_SLICE_DFL 20000000ULL
+#define PF_KTHREAD 0x00200000
+
+/* A referenced kptr ("kptr" since 6.4; libbpf 1.1's __kptr_ref is the old tag). */
+#define __ts_kptr __attribute__((btf_type_tag("kptr")))
+
+/*
+ * ts_ksym_exists is true when the loader resolved the weak kfunc sym: a
+ * missing one reads as a NULL address, and the verifier prunes the branch
+ * that would call it.
+ */
+#define ts_ksym_exists(sym) ({ \
+	_Static_assert(!__builtin_constant_p(!!(sym)), #sym " must be declared __weak"); \
+	!!(sym); \
+})
+
+#endif

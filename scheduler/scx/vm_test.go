@@ -1,0 +1,584 @@
+package scx
+
+// Tests that attach the scheduler to a real kernel. This machine's kernel
+// has no sched_ext, so they skip here; `make vmtest` boots a sched_ext
+// kernel in qemu and runs them there (TEMPER_VMTEST=1, where a skip is a
+// failure), next to the end-to-end checks of scripts/vmtest.sh.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"temper.codes/temper-train/bpf"
+	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/profiles"
+	"temper.codes/temper-train/scheduler"
+)
+
+// inVM reports whether the test runs inside make vmtest's VM.
+func inVM() bool { return os.Getenv("TEMPER_VMTEST") == "1" }
+
+// needSchedExt skips (fails inside the VM) unless a sched_ext scheduler can
+// be attached here.
+func needSchedExt(t *testing.T) *Backend {
+	t.Helper()
+	b := New()
+	if err := b.Probe(); err != nil {
+		if inVM() {
+			t.Fatalf("inside the VM: %v", err)
+		}
+		t.Skipf("SKIPPED: needs a kernel with sched_ext (%v); `make vmtest` runs this test in a qemu VM with one", err)
+	}
+	return b
+}
+
+// vmFile returns a file the VM image provides: the workload binary or the
+// test profile. Outside the VM, the repository's copies.
+func vmFile(t *testing.T, env, fallback string) string {
+	t.Helper()
+	if p := os.Getenv(env); p != "" {
+		return p
+	}
+	if _, err := os.Stat(fallback); err != nil {
+		t.Skipf("SKIPPED: %s not set and %s missing", env, fallback)
+	}
+	return fallback
+}
+
+// workload is a running testdata/workload process.
+type workload struct {
+	cmd     *exec.Cmd
+	pid     int
+	threads map[int]string // tid → name, as the workload reported them
+}
+
+func startWorkload(t *testing.T) *workload {
+	t.Helper()
+	bin := vmFile(t, "TEMPER_WORKLOAD", "../../bin/workload")
+	cmd := exec.Command(bin, "--dir", t.TempDir(), "--rate", "500")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start workload: %v", err)
+	}
+	w := &workload{cmd: cmd, pid: cmd.Process.Pid, threads: map[int]string{}}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	})
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 1 && f[0] == "ready" {
+			go func() {
+				for sc.Scan() {
+				}
+			}()
+			return w
+		}
+		if len(f) == 3 && f[0] == "thread" {
+			tid, _ := strconv.Atoi(f[1])
+			w.threads[tid] = f[2]
+		}
+	}
+	t.Fatalf("workload exited before ready: %v", sc.Err())
+	return nil
+}
+
+// targets is a Plan.Threads over a set of processes the test can grow.
+type targets struct {
+	mu   sync.Mutex
+	pids []int
+}
+
+func (tg *targets) add(pid int) {
+	tg.mu.Lock()
+	tg.pids = append(tg.pids, pid)
+	tg.mu.Unlock()
+}
+
+func (tg *targets) threads() ([]profiles.Thread, error) {
+	tg.mu.Lock()
+	pids := slices.Clone(tg.pids)
+	tg.mu.Unlock()
+	return scheduler.ListThreads(pids)
+}
+
+// vmPlan builds the plan of testdata/vmtest/profile.toml for the targets.
+func vmPlan(t *testing.T, tg *targets) scheduler.Plan {
+	t.Helper()
+	prof, err := profiles.Load(vmFile(t, "TEMPER_VMTEST_PROFILE", "../../testdata/vmtest/profile.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := snapshot.ReadTopology("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cores, err := scheduler.Allocate(prof, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := profiles.Compile(prof)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scheduler.Plan{Profile: prof, Classifier: cl, Topology: topo, Cores: cores, Threads: tg.threads}
+}
+
+// expectedGroup is the group testdata/vmtest/profile.toml gives a workload
+// thread.
+func expectedGroup(name string) string {
+	switch {
+	case strings.HasPrefix(name, "wl-compute-"):
+		return "compute"
+	case name == "wl-acceptor" || strings.HasPrefix(name, "wl-worker-"):
+		return "requests"
+	case name == "wl-logger" || name == "wl-syncer" || strings.HasPrefix(name, "wl-idle-"):
+		return "housekeeping"
+	}
+	return "rest"
+}
+
+func state(t *testing.T) string {
+	t.Helper()
+	s, err := readState(sysfsRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// lastRun reads the CPU a thread last ran on (/proc/TID/stat field 39) and
+// its CPU time so far (/proc/TID/schedstat, ns).
+func lastRun(tid int) (cpu int, cputime uint64, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	f, err := scheduler.StatFields(b)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(f) < 39-2 {
+		return 0, 0, errors.New("short stat")
+	}
+	if cpu, err = strconv.Atoi(f[39-3]); err != nil { // field N of proc(5) is f[N-3]
+		return 0, 0, err
+	}
+	b, err = os.ReadFile("/proc/" + strconv.Itoa(tid) + "/schedstat")
+	if err != nil {
+		return 0, 0, err
+	}
+	cputime, err = strconv.ParseUint(strings.Fields(string(b))[0], 10, 64)
+	return cpu, cputime, err
+}
+
+func TestVMApplyRevert(t *testing.T) {
+	b := needSchedExt(t)
+	w := startWorkload(t)
+	tg := &targets{pids: []int{w.pid}}
+	p := vmPlan(t, tg)
+	owned := p.Cores.Exclusive[0]
+	t.Logf("topology: %d CPUs; compute owns CPUs %v, shared %v", len(p.Topology.CPUs), owned, p.Cores.Shared)
+
+	start := time.Now()
+	app, err := b.Apply(context.Background(), p)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	a := app.(*Applied)
+	t.Logf("attached in %v; kfuncs: %v", time.Since(start).Round(time.Millisecond), a.Kfuncs())
+	reverted := false
+	defer func() {
+		if !reverted {
+			a.Revert()
+		}
+	}()
+	if s := state(t); s != "enabled" {
+		t.Fatalf("state %q while applied, want enabled", s)
+	}
+	if ops := opsName(sysfsRoot); ops != OpsName {
+		t.Fatalf("root/ops %q, want %q", ops, OpsName)
+	}
+
+	got, err := a.Assignments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tid, name := range w.threads {
+		if got[tid] != expectedGroup(name) {
+			t.Errorf("thread %d %s is in layer %q, want %q", tid, name, got[tid], expectedGroup(name))
+		}
+	}
+
+	// While applied, sample where the threads run: compute only on the
+	// primary CPU of its owned core, nothing else of the workload on the
+	// owned core. A sample counts when the thread ran since the last one
+	// (its CPU time grew): the last CPU of a thread asleep since before
+	// the attach says nothing.
+	primary := slices.Min(owned)
+	bad, seen := map[string]int{}, map[string]int{}
+	ran := map[int]uint64{}
+	for i := 0; i < 41; i++ {
+		for tid, name := range w.threads {
+			cpu, cputime, err := lastRun(tid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prev, ok := ran[tid]
+			ran[tid] = cputime
+			if !ok || cputime == prev {
+				continue
+			}
+			seen[expectedGroup(name)]++
+			isCompute := expectedGroup(name) == "compute"
+			if isCompute && cpu != primary || !isCompute && slices.Contains(owned, cpu) {
+				bad[name+" on CPU "+strconv.Itoa(cpu)]++
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("placement samples of threads that ran, per group: %v", seen)
+	if len(bad) > 0 {
+		t.Errorf("threads off their CPUs (thread on CPU: samples): %v", bad)
+	}
+	if seen["compute"] == 0 || seen["requests"] == 0 {
+		t.Errorf("compute or request threads never seen running: %v", seen)
+	}
+
+	// A second process of the target appears: Refresh assigns its threads.
+	w2 := startWorkload(t)
+	tg.add(w2.pid)
+	if err := a.Refresh(); err != nil {
+		t.Fatalf("refresh: %v", err)
+	}
+	got, err = a.Assignments()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tid, name := range w2.threads {
+		if got[tid] != expectedGroup(name) {
+			t.Errorf("after refresh: thread %d %s is in layer %q, want %q", tid, name, got[tid], expectedGroup(name))
+		}
+	}
+
+	st, err := a.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"compute": 4, "requests": 10, "housekeeping": 8, "rest": 4, "default": 0}
+	for _, g := range st {
+		t.Logf("stats %-12s %-9s threads=%d runtime=%v dispatches=%d preemptions=%d sibling_busy=%d",
+			g.Group, g.Treatment, g.Threads, time.Duration(g.RuntimeNs), g.Dispatches, g.Preemptions, g.SiblingBusy)
+		if g.Threads != want[g.Group] {
+			t.Errorf("group %s: %d threads, want %d", g.Group, g.Threads, want[g.Group])
+		}
+		if g.Group != "default" && g.Group != "housekeeping" && (g.RuntimeNs == 0 || g.Dispatches == 0) {
+			t.Errorf("group %s: no runtime or dispatches recorded", g.Group)
+		}
+	}
+	if st[len(st)-1].RuntimeNs == 0 {
+		t.Errorf("default layer (everything outside the workload) recorded no runtime")
+	}
+
+	start = time.Now()
+	reverted = true
+	if err := a.Revert(); err != nil {
+		t.Fatalf("revert: %v", err)
+	}
+	t.Logf("detached in %v", time.Since(start).Round(time.Millisecond))
+	if s := state(t); s != "disabled" {
+		t.Errorf("state %q after revert, want disabled", s)
+	}
+	info, ok := a.ExitInfo()
+	if !ok || info.Kind != 64 {
+		t.Errorf("exit info %v (read %v), want UNREG (64)", info, ok)
+	}
+	t.Logf("exit info: %s", info)
+	if err := a.Revert(); err != nil {
+		t.Errorf("second revert: %v", err)
+	}
+}
+
+func TestVMSecondSchedulerRefused(t *testing.T) {
+	b := needSchedExt(t)
+	w := startWorkload(t)
+	p := vmPlan(t, &targets{pids: []int{w.pid}})
+	app, err := b.Apply(context.Background(), p)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	defer app.Revert()
+
+	// Through Apply, Probe refuses.
+	_, err = b.Apply(context.Background(), p)
+	if !errors.Is(err, scheduler.ErrUnsupported) || !strings.Contains(err.Error(), OpsName) {
+		t.Errorf("second Apply: %v, want ErrUnsupported naming %s", err, OpsName)
+	}
+	t.Logf("second Apply: %v", err)
+	// Past the probe, the kernel refuses the attach.
+	if a2, err := b.apply(context.Background(), p); err == nil {
+		a2.Revert()
+		t.Errorf("second attach succeeded")
+	} else {
+		t.Logf("second attach: %v", err)
+		if !strings.Contains(err.Error(), "attach") {
+			t.Errorf("second attach error %q does not say what failed", err)
+		}
+	}
+	if s := state(t); s != "enabled" || opsName(sysfsRoot) != OpsName {
+		t.Errorf("first scheduler disturbed: state %q, ops %q", s, opsName(sysfsRoot))
+	}
+	if err := app.Revert(); err != nil {
+		t.Errorf("revert: %v", err)
+	}
+}
+
+func TestVMVerifierRejection(t *testing.T) {
+	b := needSchedExt(t)
+	// Read 8 bytes above the frame pointer: outside the stack, which the
+	// verifier refuses wherever it is.
+	b.editSpec = func(spec *ebpf.CollectionSpec) error {
+		p := spec.Programs[bpf.SchedulerProgTsDispatch]
+		bad := asm.LoadMem(asm.R0, asm.R10, 8, asm.DWord).WithSymbol(p.Instructions[0].Symbol())
+		p.Instructions[0] = p.Instructions[0].WithSymbol("")
+		p.Instructions = append(asm.Instructions{bad}, p.Instructions...)
+		return nil
+	}
+	w := startWorkload(t)
+	_, err := b.Apply(context.Background(), vmPlan(t, &targets{pids: []int{w.pid}}))
+	if err == nil {
+		t.Fatal("a broken program loaded")
+	}
+	t.Logf("error:\n%v", err)
+	if !strings.Contains(err.Error(), "verifier rejected") || !strings.Contains(err.Error(), "verifier: ") {
+		t.Errorf("error lacks the verifier's verdict and log tail: %v", err)
+	}
+	if s := state(t); s != "disabled" {
+		t.Errorf("state %q after a failed load, want disabled", s)
+	}
+}
+
+func TestVMEjectionReported(t *testing.T) {
+	b := needSchedExt(t)
+	w := startWorkload(t)
+	app, err := b.Apply(context.Background(), vmPlan(t, &targets{pids: []int{w.pid}}))
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	a := app.(*Applied)
+	defer a.Revert()
+	// SysRq-S: the kernel disables the BPF scheduler, as it does on an
+	// error or a stall.
+	if err := os.WriteFile("/proc/sysrq-trigger", []byte("S"), 0); err != nil {
+		t.Fatalf("sysrq: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := a.Stats()
+		if err != nil {
+			var ej *EjectedError
+			if !errors.As(err, &ej) || ej.Info.Kind != 67 {
+				t.Fatalf("stats after SysRq-S: %v, want an EjectedError of kind SYSRQ (67)", err)
+			}
+			t.Logf("noticed: %v", err)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ejection not noticed in 30 s (state %q)", state(t))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	err = a.Revert()
+	var ej *EjectedError
+	if !errors.As(err, &ej) || !errors.Is(err, ErrEjected) {
+		t.Errorf("revert after ejection: %v, want the EjectedError", err)
+	}
+	if s := state(t); s != "disabled" {
+		t.Errorf("state %q after ejection, want disabled", s)
+	}
+}
+
+// TestVMKfuncWorkaround proves the workaround is needed and works on the
+// running kernel: loading with every kfunc name visible fails in
+// cilium/ebpf's lookup, loading with the names resolveKfuncs hides succeeds.
+func TestVMKfuncWorkaround(t *testing.T) {
+	b := needSchedExt(t)
+	kernel, err := b.kernelBTF()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := buildConfig(vmPlan(t, &targets{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, hide := range []bool{false, true} {
+		spec, err := bpf.LoadScheduler()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := setVariables(spec, cfg); err != nil {
+			t.Fatal(err)
+		}
+		ch, err := resolveKfuncs(spec, kernel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hide {
+			hideKfuncs(spec, ch.Hide)
+		}
+		coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{Programs: ebpf.ProgramOptions{KernelTypes: kernel}})
+		if err == nil {
+			coll.Close()
+		}
+		t.Logf("hide=%v: use %v, hidden %v: load error %v", hide, ch.Use, ch.Hide, err)
+		ambiguous := false
+		for _, why := range ch.Hide {
+			ambiguous = ambiguous || strings.Contains(why, "several matches")
+		}
+		switch {
+		case hide && err != nil:
+			t.Errorf("load with hidden kfuncs: %v", err)
+		case !hide && ambiguous && err == nil:
+			t.Errorf("loaded with ambiguous kfunc names visible: cilium/ebpf's lookup bug is fixed; resolveKfuncs can stop hiding names")
+		}
+	}
+}
+
+// TestAnalysisSMT checks a `temper-train analyze --json` result recorded in
+// the VM (scripts/vmtest.sh's end-to-end part): with the profile applied the
+// hot compute threads never shared a core (EXPECT=none); without it
+// (EXPECT=stacking) they did, which shows the check can see stacking.
+func TestAnalysisSMT(t *testing.T) {
+	path, expect := os.Getenv("TEMPER_VMTEST_ANALYSIS"), os.Getenv("TEMPER_VMTEST_EXPECT")
+	if path == "" {
+		t.Skip("SKIPPED: checks an analysis recorded inside `make vmtest` (TEMPER_VMTEST_ANALYSIS)")
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a struct {
+		Lint struct {
+			SMT struct {
+				Status     string  `json:"status"`
+				Checked    bool    `json:"checked"`
+				HotThreads []int32 `json:"hot_threads"`
+				Pairs      []struct {
+					Threads    [2]string `json:"threads"`
+					TogetherNs int64     `json:"together_ns"`
+				} `json:"pairs"`
+			} `json:"smt"`
+		} `json:"lint"`
+	}
+	if err := json.Unmarshal(b, &a); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	smt := a.Lint.SMT
+	if !smt.Checked {
+		t.Fatalf("SMT lint did not run: %s", smt.Status)
+	}
+	var together int64
+	var pairs []string
+	for _, p := range smt.Pairs {
+		if (strings.Contains(p.Threads[0], "wl-compute") || strings.Contains(p.Threads[1], "wl-compute")) && p.TogetherNs > 0 {
+			together += p.TogetherNs
+			pairs = append(pairs, fmt.Sprintf("%s+%s %v", p.Threads[0], p.Threads[1], time.Duration(p.TogetherNs)))
+		}
+	}
+	t.Logf("%s; %d hot threads; compute pairs sharing a core: %d (%v together) %v", smt.Status, len(smt.HotThreads), len(pairs), time.Duration(together), pairs)
+	switch expect {
+	case "none":
+		if len(pairs) > 0 {
+			t.Errorf("exclusive compute threads shared a core: %v", pairs)
+		}
+	case "stacking":
+		if len(pairs) == 0 {
+			t.Errorf("no compute pair shared a core without the profile: the control cannot tell")
+		}
+	default:
+		t.Fatalf("TEMPER_VMTEST_EXPECT=%q, want none or stacking", expect)
+	}
+}
+
+// TestApplyOutputLayers checks the --stats-json of a `temper-train apply
+// --backend sched_ext` run inside the VM: each workload thread was in the
+// group the profile gives it, each group's thread count is what the kernel
+// map held, and the groups that ran recorded runtime and dispatches.
+func TestApplyOutputLayers(t *testing.T) {
+	path := os.Getenv("TEMPER_VMTEST_STATS")
+	if path == "" {
+		t.Skip("SKIPPED: checks an apply --stats-json written inside `make vmtest` (TEMPER_VMTEST_STATS)")
+	}
+	pid, _ := strconv.Atoi(os.Getenv("TEMPER_VMTEST_PID"))
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Backend string `json:"backend"`
+		Groups  []struct {
+			Name        string `json:"name"`
+			Threads     int    `json:"threads"`
+			RuntimeNs   uint64 `json:"runtime_ns"`
+			Dispatches  uint64 `json:"dispatches"`
+			Preemptions uint64 `json:"preemptions"`
+			SiblingBusy uint64 `json:"sibling_busy"`
+		} `json:"groups"`
+		Threads []struct {
+			Tid   int    `json:"tid"`
+			Tgid  int    `json:"tgid"`
+			Comm  string `json:"comm"`
+			Group string `json:"group"`
+		} `json:"threads"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if s.Backend != "sched_ext" {
+		t.Errorf("backend %q, want sched_ext", s.Backend)
+	}
+	count := map[string]int{}
+	for _, th := range s.Threads {
+		if th.Tgid != pid {
+			continue
+		}
+		count[expectedGroup(th.Comm)]++
+		if th.Group != expectedGroup(th.Comm) {
+			t.Errorf("thread %d %s in group %q, want %q", th.Tid, th.Comm, th.Group, expectedGroup(th.Comm))
+		}
+	}
+	var summary []string
+	for _, g := range s.Groups {
+		summary = append(summary, fmt.Sprintf("%s: %d threads, %v, %d dispatches, %d preemptions, %d sibling-busy",
+			g.Name, g.Threads, time.Duration(g.RuntimeNs).Round(time.Millisecond), g.Dispatches, g.Preemptions, g.SiblingBusy))
+		if g.Name == "default" {
+			continue
+		}
+		if g.Threads != count[g.Name] {
+			t.Errorf("group %s: %d threads in the kernel map, %d workload threads classified there", g.Name, g.Threads, count[g.Name])
+		}
+		if g.Name != "housekeeping" && (g.RuntimeNs == 0 || g.Dispatches == 0) {
+			t.Errorf("group %s recorded no runtime or dispatches", g.Name)
+		}
+	}
+	t.Logf("%d workload threads where the profile puts them; %s", len(s.Threads), strings.Join(summary, "; "))
+}
