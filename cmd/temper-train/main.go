@@ -65,6 +65,7 @@ scheduling treatment, keyed to the machine shape it was measured on.`,
 	root.AddCommand(newVersionCmd(), newTraceCmd(), newObserveCmd(), newAnalyzeCmd())
 	root.AddCommand(newLintCmd())
 	root.AddCommand(newApplyCmd())
+	root.AddCommand(newSynthesizeCmd())
 	return root
 }
 
