@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"temper.codes/temper-train/analyze"
+	"temper.codes/temper-train/observe/snapshot"
 	"temper.codes/temper-train/profiles"
 )
 
@@ -35,45 +36,78 @@ func golden(t *testing.T, name string, data []byte) {
 	}
 }
 
-// traceCase is a real trace under testdata/traces and how analyze is told
-// which threads are the workload's.
+// traceCase is a real trace under testdata/traces, how analyze is told
+// which threads are the workload's, and the variants to synthesize.
 type traceCase struct {
-	name  string // golden file stem
-	trace string // relative to the repository root
-	opts  analyze.Options
+	name     string // golden file stem
+	trace    string // relative to the repository root
+	snapshot string // observe's snapshot.json next to it, if any
+	pids     []int
+	variants []variant
+}
+
+// variant is one way of synthesizing a trace's analysis: with the snapshot
+// (its topology and the pod's request), or with --shape and --request.
+type variant struct {
+	label    string // golden file infix
+	snapshot bool
+	shape    string
+	request  int
+	exports  bool // also the scx_layered and Helm exports
+}
+
+// The machine the traces were recorded on (2 CPUs, no SMT), an SMT node
+// with the seed's 2250m request, and a shape known only by its logical CPU
+// count.
+var flagVariants = []variant{
+	{label: "2cpu-2c-smt1", shape: "2cpu-2c-smt1"},
+	{label: "8cpu-4c-smt2", shape: "8cpu-4c-smt2", request: 2250, exports: true},
+	{label: "2cpu", shape: "2cpu"},
 }
 
 // traces are the real traces profiles are synthesized from in tests: the C
 // test workload (testdata/workload; its pid is in the trace's .json), and
-// the real servers as their traces are recorded.
+// real servers under their own load tools (testdata/traces/servers), whose
+// snapshots give the shape the traces were recorded on.
 var traces = []traceCase{
-	{name: "workload", trace: "testdata/traces/workload-tracefs.txt.gz", opts: analyze.Options{Pids: []int{19560}}},
+	{name: "workload", trace: "testdata/traces/workload-tracefs.txt.gz", pids: []int{19560}, variants: flagVariants},
+	serverCase("mariadb"), serverCase("postgres"), serverCase("redis"), serverCase("memcached"),
 }
 
-// TestGolden analyses each real trace and synthesizes it for several
-// shapes: the machine the trace was recorded on (2 CPUs, no SMT), an SMT
-// node with the seed's 2250m request, and a shape known only by its logical
-// CPU count. It also exports the SMT profile to scx_layered and Helm.
+func serverCase(name string) traceCase {
+	dir := "testdata/traces/servers/" + name
+	// Only the snapshot's machine: the traces record their CPU count, and
+	// synthesize refuses a --shape the trace contradicts.
+	return traceCase{name: name, trace: dir + "/trace.pftrace.gz", snapshot: dir + "/snapshot.json", variants: []variant{
+		{label: "snapshot", snapshot: true, exports: true},
+	}}
+}
+
+// TestGolden analyses each real trace and synthesizes each variant into
+// testdata/<name>-<variant>.toml, exporting some to scx_layered and Helm.
 func TestGolden(t *testing.T) {
 	for _, tc := range traces {
 		t.Run(tc.name, func(t *testing.T) {
-			opts := tc.opts
-			opts.Path = tc.trace
+			opts := analyze.Options{Path: tc.trace, Pids: tc.pids}
+			if tc.snapshot != "" {
+				snap, err := snapshot.Load(filepath.Join("..", tc.snapshot))
+				if err != nil {
+					t.Fatal(err)
+				}
+				opts.Snapshot = snap
+			}
 			a, err := analyze.AnalyzeFile(filepath.Join("..", tc.trace), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, v := range []struct {
-				shape   string
-				request int
-				exports bool
-			}{
-				{"2cpu-2c-smt1", 0, false},
-				{"8cpu-4c-smt2", 2250, true},
-				{"2cpu", 0, false},
-			} {
-				t.Run(v.shape, func(t *testing.T) {
-					opt := Options{ID: tc.name, Source: tc.name + "-analysis.json", Shape: shapeP(t, v.shape), RequestMillicores: v.request}
+			for _, v := range tc.variants {
+				t.Run(v.label, func(t *testing.T) {
+					opt := Options{ID: tc.name, Source: tc.name + "-analysis.json", RequestMillicores: v.request}
+					if v.snapshot {
+						opt.Snapshot, opt.SnapshotPath = opts.Snapshot, tc.snapshot
+					} else {
+						opt.Shape = shapeP(t, v.shape)
+					}
 					r, err := Synthesize(a, opt)
 					if err != nil {
 						t.Fatal(err)
@@ -83,7 +117,8 @@ func TestGolden(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					golden(t, tc.name+"-"+v.shape+".toml", data)
+					stem := tc.name + "-" + v.label
+					golden(t, stem+".toml", data)
 					if !v.exports {
 						return
 					}
@@ -92,7 +127,7 @@ func TestGolden(t *testing.T) {
 						t.Fatal(err)
 					}
 					checkLayeredEquivalent(t, a, r.Profile, spec)
-					golden(t, tc.name+"-"+v.shape+".layered.json", spec)
+					golden(t, stem+".layered.json", spec)
 					values, err := HelmValues(tc.name, data)
 					if err != nil {
 						t.Fatal(err)
@@ -100,7 +135,7 @@ func TestGolden(t *testing.T) {
 					if got := helmProfile(t, tc.name, values); got != string(data) {
 						t.Errorf("helm values do not carry the TOML byte for byte")
 					}
-					golden(t, tc.name+"-"+v.shape+".values.yaml", values)
+					golden(t, stem+".values.yaml", values)
 				})
 			}
 		})

@@ -52,16 +52,17 @@ func (d *draft) compile() error {
 //     the other (a server whose main thread and workers share one name);
 //  3. the group takes only its threads' processes (pcomm_prefix), when the
 //     caught thread's process has another name;
-//  4. otherwise the two families cannot be told apart by any matcher the
-//     analysis gives data for (a comm, a process comm, leadership: it has no
-//     command lines, so the process titles that tell PostgreSQL's roles
-//     apart are not available) and are merged into the group most of their
-//     CPU time wanted; the description says so.
+//  4. otherwise the two threads' units — threads of one family that are all
+//     group leaders or all not, in processes of one comm — cannot be told
+//     apart by any matcher the analysis gives data for (a comm, a process
+//     comm, leadership: it has no command lines, so the process titles that
+//     tell PostgreSQL's roles apart are not available) and are merged into
+//     the group most of their CPU time wanted; the description says so.
 //
 // Merging changes membership, so matchers are worked out again from the
-// start; every merge joins two families or settles one, so this ends.
+// start; every merge joins two units or settles one, so this ends.
 func (p *plan) resolve() ([]*draft, error) {
-	for round := 0; round <= 2*len(p.families)+1; round++ {
+	for round := 0; round <= 2*len(p.units)+1; round++ {
 		drafts := p.drafts()
 		merged, err := p.separate(drafts)
 		if err != nil {
@@ -71,7 +72,7 @@ func (p *plan) resolve() ([]*draft, error) {
 			return drafts, nil
 		}
 	}
-	return nil, fmt.Errorf("internal error: thread groups did not settle after %d merges", 2*len(p.families)+1)
+	return nil, fmt.Errorf("internal error: thread groups did not settle after %d merges", 2*len(p.units)+1)
 }
 
 // drafts starts a draft for every explicit slot that has threads, with the
@@ -185,7 +186,7 @@ func (p *plan) splitByProcess(d *draft, v int) bool {
 	return true
 }
 
-// mergeVictim merges the victim's family with the family of d's thread whose
+// mergeVictim merges the victim's unit with the unit of d's thread whose
 // prefix caught it.
 func (p *plan) mergeVictim(d *draft, v int) error {
 	vm := &p.members[v]
@@ -194,10 +195,10 @@ func (p *plan) mergeVictim(d *draft, v int) error {
 		if !strings.HasPrefix(vm.seen.Comm, c.prefix) {
 			continue
 		}
-		if r := p.find(c.family); r == p.find(vm.family) && p.merged[r] {
+		if r := p.find(c.unit); r == p.find(vm.unit) && p.merged[r] {
 			break // merged already, yet split: cannot happen
 		}
-		p.merge(c.family, vm.family)
+		p.merge(c.unit, vm.unit)
 		return nil
 	}
 	return fmt.Errorf("internal error: group %s catches thread %d (%s) and no merge separates them", slotNames[d.slot], vm.th.Tid, quote(vm.th.Comm))

@@ -50,6 +50,7 @@ type member struct {
 	// process's comm cut to the kernel's 15 bytes.
 	seen    profiles.Thread
 	family  int  // index into plan.families
+	unit    int  // index into plan.units
 	desired int  // the slot of its cluster's class
 	hot     bool // cpu_share ≥ HotShare
 	// prefix is the comm prefix that names the thread in a matcher; "" when
@@ -65,13 +66,27 @@ type family struct {
 	members []int
 }
 
+// unit is the threads no matcher the analysis gives data for can tell
+// apart: one family, all group leaders or none, one process comm.
+type unit struct {
+	family  int
+	members []int
+}
+
+type unitKey struct {
+	family int
+	leader bool
+	pcomm  string
+}
+
 // plan is the assignment of threads to slots while matchers are worked out.
-// Families that no matcher can tell apart are joined in a union-find; a
-// merged set's threads all go to one slot, its target.
+// Units that no matcher can tell apart are joined in a union-find; a merged
+// set's threads all go to one slot, its target.
 type plan struct {
 	members  []member
 	families []family
-	parent   []int  // union-find over families
+	units    []unit
+	parent   []int  // union-find over units
 	merged   []bool // by root
 	target   []int  // by root: the slot of a merged set
 }
@@ -81,6 +96,7 @@ type plan struct {
 func newPlan(a *analyze.Analysis, clusters map[int]*analyze.Cluster) *plan {
 	p := &plan{}
 	byName := map[string]int{}
+	byUnit := map[unitKey]int{}
 	for i := range a.Threads {
 		t := &a.Threads[i]
 		if t.Kernel {
@@ -107,17 +123,26 @@ func newPlan(a *analyze.Analysis, clusters map[int]*analyze.Cluster) *plan {
 			hot:     t.Features.CPUShare >= HotShare,
 		}
 		m.pcomm = printablePrefix(m.seen.Pcomm, maxComm)
+		k := unitKey{family: f, leader: m.seen.Leader(), pcomm: m.seen.Pcomm}
+		u, ok := byUnit[k]
+		if !ok {
+			u = len(p.units)
+			byUnit[k] = u
+			p.units = append(p.units, unit{family: f})
+		}
+		m.unit = u
 		p.families[f].members = append(p.families[f].members, len(p.members))
+		p.units[u].members = append(p.units[u].members, len(p.members))
 		p.members = append(p.members, m)
 	}
 	for f := range p.families {
 		p.namePrefixes(f)
 	}
-	p.parent = make([]int, len(p.families))
-	p.merged = make([]bool, len(p.families))
-	p.target = make([]int, len(p.families))
-	for f := range p.parent {
-		p.parent[f] = f
+	p.parent = make([]int, len(p.units))
+	p.merged = make([]bool, len(p.units))
+	p.target = make([]int, len(p.units))
+	for u := range p.parent {
+		p.parent[u] = u
 	}
 	return p
 }
@@ -159,12 +184,12 @@ func (p *plan) namePrefixes(f int) {
 	}
 }
 
-func (p *plan) find(f int) int {
-	for p.parent[f] != f {
-		p.parent[f] = p.parent[p.parent[f]]
-		f = p.parent[f]
+func (p *plan) find(u int) int {
+	for p.parent[u] != u {
+		p.parent[u] = p.parent[p.parent[u]]
+		u = p.parent[u]
 	}
-	return f
+	return u
 }
 
 // slot is where member i is now.
@@ -173,13 +198,13 @@ func (p *plan) slot(i int) int {
 	if m.prefix == "" {
 		return slotRest
 	}
-	if r := p.find(m.family); p.merged[r] {
+	if r := p.find(m.unit); p.merged[r] {
 		return p.target[r]
 	}
 	return m.desired
 }
 
-// merge joins the sets of families a and b (the same set: merges it) and
+// merge joins the sets of units a and b (the same set: merges it) and
 // sends all their threads to the slot most of their CPU time wanted: the
 // slot whose threads used the most CPU, then the one with the most threads,
 // then the more favoured one.
@@ -193,11 +218,11 @@ func (p *plan) merge(a, b int) {
 	}
 	var cpu [nSlots]float64
 	var n [nSlots]int
-	for f := range p.families {
-		if p.find(f) != ra {
+	for u := range p.units {
+		if p.find(u) != ra {
 			continue
 		}
-		for _, i := range p.families[f].members {
+		for _, i := range p.units[u].members {
 			m := &p.members[i]
 			if m.prefix == "" {
 				continue

@@ -178,18 +178,20 @@ func (p *plan) notes(groups []*group) []string {
 		}
 	}
 	var out []string
-	for r := range p.families {
+	for r := range p.units {
 		if p.find(r) != r || !p.merged[r] {
 			continue
 		}
 		var names, wanted []string
 		moved := false
-		for f := range p.families {
-			if p.find(f) != r {
+		for u := range p.units {
+			if p.find(u) != r {
 				continue
 			}
-			names = append(names, display(p.families[f].name))
-			for _, i := range p.families[f].members {
+			if n := display(p.families[p.units[u].family].name); !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+			for _, i := range p.units[u].members {
 				m := &p.members[i]
 				if m.prefix == "" {
 					continue
@@ -204,6 +206,7 @@ func (p *plan) notes(groups []*group) []string {
 			continue
 		}
 		slices.Sort(wanted)
+		slices.Sort(names)
 		out = append(out, fmt.Sprintf("famil%s %s: threads that wanted groups %s cannot be told apart by comm prefix, leadership or process comm (the analysis has no command lines): all are in group %s",
 			map[bool]string{true: "ies", false: "y"}[len(names) > 1], strings.Join(names, ", "), strings.Join(slices.Compact(wanted), ", "), slotNames[p.target[r]]))
 	}
