@@ -161,14 +161,14 @@ func (c *collector) add(ev *observe.Event) {
 		// Switch-outs are counted from the event, not from the slice: the
 		// prev_state is known even when the trace missed the switch-in.
 		if ev.PrevTid != 0 {
-			if th := c.threads.Lookup(ev.PrevTid); th != nil {
-				a := c.grow(th.UTID)
-				k := outKind(ev.PrevState)
-				a.outs[k]++
-				a.lastOutD = k == outDisk
-				if ev.PrevState&observe.StateIdle != 0 {
-					a.sawIdle = true
-				}
+			// The tracker has just resolved PrevTid, so Get finds it
+			// (without reading the Thread, as Lookup would).
+			a := c.grow(c.threads.Get(ev.PrevTid))
+			k := outKind(ev.PrevState)
+			a.outs[k]++
+			a.lastOutD = k == outDisk
+			if ev.PrevState&observe.StateIdle != 0 {
+				a.sawIdle = true
 			}
 		}
 		if c.smt != nil && ev.CPU >= 0 {

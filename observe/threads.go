@@ -115,6 +115,19 @@ func (t *Threads) Lookup(tid int32) *Thread {
 // Get returns the UTID of the live thread with this tid, creating it on first
 // reference.
 func (t *Threads) Get(tid int32) int {
+	// len(t.pages) ≤ maxDenseTid/tidPageLen, so p is in range only for
+	// dense tids (a negative tid converts to a huge p).
+	if p := uint32(tid) / tidPageLen; p < uint32(len(t.pages)) {
+		if pg := t.pages[p]; pg != nil {
+			if v := pg[uint32(tid)%tidPageLen]; v != 0 {
+				return int(v) - 1
+			}
+		}
+	}
+	return t.getSlow(tid)
+}
+
+func (t *Threads) getSlow(tid int32) int {
 	if u, ok := t.live(tid); ok {
 		return u
 	}
