@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 GOMAXPROCS=1 go test -run '^$' -bench 'Decode' -benchmem -count "${COUNT:-3}" ./observe | tee "$out"
+# analyze's benchmarks (whole analysis of a synthetic Perfetto trace, the
+# analysis alone on decoded events, peak heap 1x vs 10x), also per core.
+GOMAXPROCS=1 go test -run '^$' -bench 'Analyze' -benchmem -count "${COUNT:-3}" ./analyze | tee -a "$out"
 echo
 awk '
 function metric(line, unit,   i, n, f) { n = split(line, f, /[ \t]+/); for (i = 2; i <= n; i++) if (f[i] == unit) return f[i-1]; return "" }
@@ -18,12 +21,24 @@ function metric(line, unit,   i, n, f) { n = split(line, f, /[ \t]+/); for (i = 
 /^BenchmarkDecodeMemory\/events=500000/  { m1 = metric($0, "peak-heap-MiB") }
 /^BenchmarkDecodeMemory\/events=5000000/ { m10 = metric($0, "peak-heap-MiB") }
 /^BenchmarkRecordDecode/ { rd_n++; rd += metric($0, "ns/event"); rd_a += metric($0, "allocs/event"); rd_b = metric($0, "bytes/event") }
+# analyze: medians, the machine being shared (an_med sorts a copy)
+function an_med(a, n,   s, i, j, t) { for (i = 1; i <= n; i++) s[i] = a[i]; for (i = 2; i <= n; i++) { t = s[i]; for (j = i - 1; j >= 1 && s[j] > t; j--) s[j + 1] = s[j]; s[j + 1] = t }; return n % 2 ? s[(n + 1) / 2] : (s[n / 2] + s[n / 2 + 1]) / 2 }
+/^BenchmarkAnalyze\/threads=300[ \t]/  { a3++; a3r[a3] = metric($0, "events/s"); a3c[a3] = metric($0, "events/cpu-s"); a3a[a3] = metric($0, "allocs/event") }
+/^BenchmarkAnalyze\/threads=3000[ \t]/ { a30++; a30r[a30] = metric($0, "events/s"); a30c[a30] = metric($0, "events/cpu-s"); a30a[a30] = metric($0, "allocs/event") }
+/^BenchmarkAnalyzeEvents[ \t]/          { ae++; aer[ae] = metric($0, "events/s"); aec[ae] = metric($0, "events/cpu-s") }
+/^BenchmarkAnalyzeMemory\/events=500000[ \t]/  { am1 = metric($0, "peak-heap-MiB") }
+/^BenchmarkAnalyzeMemory\/events=5000000[ \t]/ { am10 = metric($0, "peak-heap-MiB") }
 END {
 	cs /= cs_n; tx /= tx_n
 	printf "compact_sched decode   %6.2f M events/s per core  (target 20 M: ratio %.2f)  %.4f allocs/event  %.1f bytes/event on disk\n", cs/1e6, cs/20e6, cs_a/cs_n/1e6, cs_b
 	printf "ftrace text decode     %6.2f M events/s per core  (%.2fx slower than compact_sched)\n", tx/1e6, cs/tx
 	printf "peak heap, 10x longer  %6.2f MiB vs %.2f MiB  (ratio %.2f; 1.0 = flat in trace length)\n", m10, m1, m10/m1
 	if (rd_n) printf "record decode+write    %6.1f ns/event per core (%.2f M events/s)  %.4f allocs/event  %.1f bytes/event on disk  (raw ring records -> Perfetto, no kernel)\n", rd/rd_n, 1e3/(rd/rd_n), rd_a/rd_n, rd_b
+	if (a3) printf "analyze, 300 threads   %6.2f M events/s per core  (target 10 M: ratio %.2f; %.2f M per CPU-second)  %.4f allocs/event  (whole analysis of a 1M-event Perfetto trace; medians)\n", an_med(a3r, a3)/1e6, an_med(a3r, a3)/10e6, an_med(a3c, a3)/1e6, an_med(a3a, a3)
+	if (a30) printf "analyze, 3000 threads  %6.2f M events/s per core  (target 10 M: ratio %.2f; %.2f M per CPU-second)  %.4f allocs/event  (clustering grows with threads)\n", an_med(a30r, a30)/1e6, an_med(a30r, a30)/10e6, an_med(a30c, a30)/1e6, an_med(a30a, a30)
+	if (ae) printf "analyze, no decoder    %6.2f M events/s per core  (%.2f M per CPU-second; events already decoded)\n", an_med(aer, ae)/1e6, an_med(aec, ae)/1e6
+	if (am10) printf "analyze peak heap, 10x %6.2f MiB vs %.2f MiB  (ratio %.2f; synthetic: every thread wakes every other, so distinct wake pairs, which memory follows, still grow)\n", am10, am1, am10/am1
 }' "$out"
 rd_ns=$(awk '/^BenchmarkRecordDecode/ { for (i = 2; i <= NF; i++) if ($i == "ns/event") { s += $(i-1); n++ } } END { if (n) printf "%.1f", s / n }' "$out")
 RECORD_DECODE_NS=$rd_ns scripts/bench-tracer.sh
+scripts/bench-analyze.sh

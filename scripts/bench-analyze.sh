@@ -1,0 +1,195 @@
+#!/usr/bin/env bash
+# scripts/bench-analyze.sh (run by make bench through scripts/bench.sh): how
+# fast temper-train analyze reads a real trace, against perf sched timehist
+# reading a capture of the same run, and whether its memory stays flat as
+# the trace grows.
+#
+# The workload is `perf bench sched pipe -l LOOPS`: two tasks ping-ponging a
+# byte over a pair of pipes, nearly nothing but wakeups and context switches
+# (a few million events at the default LOOPS). It runs once, recorded by two
+# recorders at the same time:
+#
+#   temper-train observe -- perf sched record -o perf.data -- perf bench ...
+#
+#   - perf sched record records the machine (perf.data), which perf sched
+#     timehist reads;
+#   - observe, our BPF tracer, follows perf and the benchmark it forks and
+#     writes trace.pftrace (Perfetto), which analyze reads.
+#
+# Why this anchor: analyze cannot read perf.data (its readers take Perfetto
+# and ftrace text; `perf script` output is neither), and converting one
+# capture to the other's format would time the converter's choices. So each
+# tool reads what its own recorder made of the same run. The captures differ
+# in what they hold: perf's adds sched_stat_runtime and sched_migrate_task
+# samples and every task on the machine; observe's holds the workload's
+# threads and what they meet. Each tool's events/s counts its own input
+# (perf: the SAMPLE events of `perf report --stats`; analyze: .trace.events
+# of its --json), and the time each takes for the same run is printed too.
+#
+# Both tools are then timed REPS times, interleaved (timehist, analyze,
+# timehist, ...) so drift on the machine hits both alike, and medians are
+# reported. "Per core": analyze runs with GOMAXPROCS=1 and perf sched
+# timehist is single-threaded. Wall-clock rates are the headline (the
+# issue's definition); rates per CPU-second (user + system time, from GNU
+# time) are printed beside them because on a shared machine other load
+# inflates wall time more than CPU time.
+#
+# Memory: the peak RSS of analyze (GNU time's "Maximum resident set size") on
+# this trace and on a second recording of the same workload LONG times as
+# long (observe only; LONG=0 skips it). Flat means the ratio stays near 1.
+#
+# Speed is reported, never asserted: a MISS does not fail. The script exits
+# non-zero only when a measurement is broken (a tool failed, output did not
+# parse). Without root, perf or GNU time it prints a NOT RUN line and exits 0.
+#
+# Environment:
+#   LOOPS  round trips of the pipe benchmark (default 300000)
+#   REPS   timed runs of each tool (default 3; at least 3 for a median)
+#   LONG   the memory check's second recording is LONG x LOOPS round trips
+#          (default 10; 0 skips it)
+#   BIN    the temper-train binary (default bin/temper-train)
+#   KEEP=1 keep the work directory; VERBOSE=1 print the raw results
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+LOOPS=${LOOPS:-300000}
+REPS=${REPS:-3}
+LONG=${LONG:-10}
+BIN=${BIN:-bin/temper-train}
+TIME=/usr/bin/time
+
+notrun() {
+	echo
+	echo "################################################################################"
+	echo "###  ANALYZE BENCHMARK NOT RUN: $*"
+	echo "###  (analyze events/s and RSS vs perf sched timehist: run make bench as root)"
+	echo "################################################################################"
+	exit 0
+}
+broken() {
+	echo "BROKEN MEASUREMENT: $*" >&2
+	exit 1
+}
+
+[ "$(id -u)" = 0 ] || notrun "needs root (BPF tracer, perf sched record)"
+command -v perf >/dev/null 2>&1 || notrun "perf not installed (Debian: apt-get install linux-perf)"
+perf bench sched pipe -l 10 >/dev/null 2>&1 || notrun "perf bench sched pipe does not run here"
+[ -x "$TIME" ] || notrun "GNU time ($TIME) not installed: it measures peak RSS (Debian: apt-get install time)"
+[ "$REPS" -ge 1 ] || broken "REPS=$REPS"
+[ -x "$BIN" ] || make --no-print-directory build >/dev/null
+
+tmp=$(mktemp -d /tmp/temper-bench-analyze.XXXXXX)
+R=$tmp/results
+: >"$R"
+cleanup() {
+	if [ "${KEEP:-0}" = 1 ]; then echo "work directory kept: $tmp"; else rm -rf "$tmp"; fi
+}
+trap cleanup EXIT
+
+# record DIR LOOPS [PERF]: the pipe benchmark under observe into DIR; with
+# PERF=1 also under perf sched record into DIR/perf.data.
+record() {
+	local dir=$1 loops=$2 with_perf=${3:-0}
+	local cmd=(perf bench sched pipe -l "$loops")
+	if [ "$with_perf" = 1 ]; then
+		cmd=(perf sched record -o "$dir/perf.data" -- "${cmd[@]}")
+	fi
+	mkdir -p "$dir"
+	"$BIN" observe --out "$dir/obs" --duration 60m --top 1 -q -- "${cmd[@]}" >"$dir/record.out" 2>&1 ||
+		broken "recording failed: $(tail -5 "$dir/record.out")"
+	[ -s "$dir/obs/trace.pftrace" ] || broken "observe wrote no trace: $(tail -5 "$dir/record.out")"
+	if [ "$with_perf" = 1 ]; then
+		[ -s "$dir/perf.data" ] || broken "perf sched record wrote no perf.data: $(tail -5 "$dir/record.out")"
+	fi
+}
+
+# timed LABEL REP EVENTS CMD...: runs CMD under GNU time and appends
+#   LABEL REP events wall_s user_s sys_s maxrss_kb
+# EVENTS is a number, or "json:FILE" to read .trace.events from analyze's JSON.
+timed() {
+	local label=$1 rep=$2 events=$3
+	shift 3
+	"$TIME" -f '%e %U %S %M' -o "$tmp/time.out" "$@" >/dev/null 2>"$tmp/cmd.err" ||
+		broken "$label failed: $(tail -5 "$tmp/cmd.err")"
+	case $events in
+	json:*)
+		events=$(tr -d ' \n\t' <"${events#json:}" | grep -o '"trace":{[^}]*}' | grep -o '"events":[0-9]*' | cut -d: -f2) ||
+			broken "$label: no .trace.events in ${events#json:}"
+		;;
+	esac
+	[ -n "$events" ] && [ "$events" -gt 0 ] || broken "$label: no event count"
+	local t
+	t=$(tail -1 "$tmp/time.out")
+	[[ $t =~ ^[0-9.]+\ [0-9.]+\ [0-9.]+\ [0-9]+$ ]] || broken "$label: GNU time printed '$t'"
+	echo "$label $rep $events $t" >>"$R"
+}
+
+load_start=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "analyze vs perf sched timehist: recording perf bench sched pipe -l $LOOPS under perf sched record and temper-train observe at once ..."
+record "$tmp/run" "$LOOPS" 1
+perf_events=$(perf report -i "$tmp/run/perf.data" --stats 2>/dev/null | awk '
+	/^Aggregated stats/ { agg = 1; next }
+	/stats:$/ { agg = 0 }
+	agg && /SAMPLE events:/ { print $3; exit }') || true
+[ -n "$perf_events" ] && [ "$perf_events" -gt 0 ] || broken "no SAMPLE count in perf report --stats"
+analyze=("$BIN" analyze "$tmp/run/obs/trace.pftrace" --snapshot "$tmp/run/obs/snapshot.json" --json "$tmp/a.json")
+t_start=$(date +%s)
+for ((rep = 1; rep <= REPS; rep++)); do
+	timed timehist "$rep" "$perf_events" perf sched timehist -i "$tmp/run/perf.data"
+	GOMAXPROCS=1 timed analyze "$rep" "json:$tmp/a.json" "${analyze[@]}"
+	printf '  rep %d/%d done (%ds)\n' "$rep" "$REPS" $(($(date +%s) - t_start))
+done
+lost=$(tr -d ' \n\t' <"$tmp/a.json" | grep -o '"trace":{[^}]*}' | grep -o '"lost_events":[0-9]*' | cut -d: -f2) || lost="?"
+
+if [ "$LONG" -gt 0 ]; then
+	echo "memory: recording perf bench sched pipe -l $((LOOPS * LONG)) ($LONG x as long) under observe ..."
+	record "$tmp/long" $((LOOPS * LONG))
+	rm -rf "$tmp/run/perf.data"
+	for ((rep = 1; rep <= REPS; rep++)); do
+		GOMAXPROCS=1 timed long "$rep" "json:$tmp/long.json" "$BIN" analyze "$tmp/long/obs/trace.pftrace" \
+			--snapshot "$tmp/long/obs/snapshot.json" --json "$tmp/long.json"
+		printf '  rep %d/%d done (%ds)\n' "$rep" "$REPS" $(($(date +%s) - t_start))
+	done
+fi
+load_end=$(cut -d' ' -f1-3 /proc/loadavg)
+
+[ "${VERBOSE:-0}" = 1 ] && cat "$R"
+echo
+awk -v loops="$LOOPS" -v long="$LONG" -v reps="$REPS" -v lost="$lost" -v load_start="$load_start" -v load_end="$load_end" '
+function add(key, v) { vals[key, ++cnt[key]] = v }
+function med(key,   n, i, j, t, s) {
+	n = cnt[key]
+	if (!n) return -1
+	for (i = 1; i <= n; i++) s[i] = vals[key, i]
+	for (i = 2; i <= n; i++) { t = s[i]; for (j = i - 1; j >= 1 && s[j] > t; j--) s[j + 1] = s[j]; s[j + 1] = t }
+	return n % 2 ? s[(n + 1) / 2] : (s[n / 2] + s[n / 2 + 1]) / 2
+}
+function verdict(ok) { return ok ? "PASS" : "MISS" }
+{
+	add($1 ".events", $3); add($1 ".wall", $4); add($1 ".cpu", $5 + $6); add($1 ".rss", $7 / 1024)
+	add($1 ".rate", $4 > 0 ? $3 / $4 : 0); add($1 ".cpurate", $5 + $6 > 0 ? $3 / ($5 + $6) : 0)
+}
+function row(name, k) {
+	printf "  %-22s %10d %8.2f %10.2f M %8.2f %10.2f M %9.1f MiB\n", name, med(k ".events"), med(k ".wall"), med(k ".rate") / 1e6,
+		med(k ".cpu"), med(k ".cpurate") / 1e6, med(k ".rss")
+}
+END {
+	if (!cnt["timehist.rate"] || !cnt["analyze.rate"]) { print "BROKEN MEASUREMENT: no results" > "/dev/stderr"; exit 1 }
+	printf "analyze vs perf sched timehist, one run of perf bench sched pipe -l %d recorded by both at once; %d timed runs each, interleaved, medians\n", loops, cnt["analyze.rate"]
+	printf "(shared, noisy machine: load average %s at the start, %s at the end; the per-CPU-second rates are the steadier figures)\n", load_start, load_end
+	printf "  %-22s %10s %8s %12s %8s %12s %13s\n", "tool (input)", "events", "wall s", "events/s", "CPU s", "events/CPU-s", "peak RSS"
+	row("perf sched timehist", "timehist"); printf "  %-22s (perf.data: every task on the machine, sched_stat_runtime and sched_migrate_task included)\n", ""
+	row("temper-train analyze", "analyze"); printf "  %-22s (observe trace.pftrace: the workload and what it meets; %s events lost in recording; GOMAXPROCS=1)\n", "", lost
+	ratio = med("analyze.rate") / med("timehist.rate"); cratio = med("analyze.cpurate") / med("timehist.cpurate")
+	speed = med("timehist.wall") / med("analyze.wall")
+	printf "  analyze / timehist: %.2fx events/s (%.2fx per CPU-second); for the same run analyze takes %.2fx less wall time\n", ratio, cratio, speed
+	if (cnt["long.rss"]) {
+		rss1 = med("analyze.rss"); rss10 = med("long.rss")
+		printf "\nanalyze peak RSS: %.1f MiB on this trace (%d events), %.1f MiB on a recording %dx as long (%d events, %.2f M events/s, %.2f M events/CPU-s): ratio %.2f\n",
+			rss1, med("analyze.events"), rss10, long, med("long.events"), med("long.rate") / 1e6, med("long.cpurate") / 1e6, rss10 / rss1
+	}
+	printf "\ntargets                              measured     target\n"
+	printf "  analyze vs perf sched timehist    %7.2fx     >= 10x          %s   (per CPU-second: %.2fx)\n", ratio, verdict(ratio >= 10), cratio
+	printf "  analyze events/s per core          %6.2f M     >= 10 M         %s   (per CPU-second: %.2f M)\n", med("analyze.rate") / 1e6, verdict(med("analyze.rate") >= 10e6), med("analyze.cpurate") / 1e6
+	if (cnt["long.rss"]) printf "  peak RSS, %2dx longer trace         %7.2fx     <= 1.25x (flat) %s\n", long, rss10 / rss1, verdict(rss10 / rss1 <= 1.25)
+}' "$R"
