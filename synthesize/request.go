@@ -1,7 +1,6 @@
 package synthesize
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -120,9 +119,6 @@ func cgroupQuota(a *analyze.Analysis, snap *snapshot.Snapshot) (int, string) {
 	}
 	return 0, ""
 }
-
-// errNoID is returned for a missing --id.
-var errNoID = errors.New("no profile id: pass --id (lowercase letters, digits and '-', e.g. --id my-service)")
 
 func plural(n int) string {
 	if n == 1 {

@@ -2,6 +2,7 @@ package synthesize
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -57,6 +58,9 @@ type Result struct {
 
 // idPattern is the profile id rule (profiles checks it too, in Lint).
 var idPattern = regexp.MustCompile(`^[a-z0-9-]+$`)
+
+// errNoID is returned for a missing id.
+var errNoID = errors.New("no profile id: pass --id (lowercase letters, digits and '-', e.g. --id my-service)")
 
 // Synthesize builds the workload profile for an analysis. It fails, with one
 // line naming the problem, on an analysis it cannot build a profile from, a
