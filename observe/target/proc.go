@@ -1,16 +1,10 @@
 package target
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
-	"syscall"
+
+	"temper.codes/temper-train/internal/procfs"
 )
 
 // procStat is what the target needs from /proc/PID/stat.
@@ -25,80 +19,41 @@ type procStat struct {
 // (X) process has exited and only waits to be reaped.
 func (s procStat) live() bool { return s.state != 'Z' && s.state != 'X' }
 
-// parseStat parses the contents of /proc/PID/stat. The command name is in
-// parentheses and may itself contain spaces and parentheses, so the fields
-// after it are found from the last ')'.
-func parseStat(b []byte) (procStat, error) {
-	open := bytes.IndexByte(b, '(')
-	end := bytes.LastIndexByte(b, ')')
-	if open < 0 || end < open {
-		return procStat{}, fmt.Errorf("malformed stat line %q", b)
-	}
-	// Fields from 3 (state) on; field N of proc(5) is f[N-3].
-	f := strings.Fields(string(b[end+1:]))
-	if len(f) < 20 || len(f[0]) != 1 {
-		return procStat{}, fmt.Errorf("malformed stat line %q", b)
-	}
-	ppid, err := strconv.Atoi(f[1])
-	if err != nil {
-		return procStat{}, fmt.Errorf("stat ppid %q: %w", f[1], err)
-	}
-	start, err := strconv.ParseUint(f[19], 10, 64)
-	if err != nil {
-		return procStat{}, fmt.Errorf("stat starttime %q: %w", f[19], err)
-	}
-	return procStat{comm: string(b[open+1 : end]), state: f[0][0], ppid: ppid, start: start}, nil
-}
-
-// readStat reads /proc/PID/stat; a missing process is fs.ErrNotExist.
+// readStat reads /proc/PID/stat; for a missing process the error satisfies
+// procfs.IsGone.
 func readStat(pid int) (procStat, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	st, err := procfs.FS{}.Stat(pid)
 	if err != nil {
-		// A process that exits while being read gives ESRCH rather than ENOENT.
-		if errors.Is(err, fs.ErrNotExist) || isESRCH(err) {
-			return procStat{}, fs.ErrNotExist
-		}
 		return procStat{}, err
 	}
-	return parseStat(b)
+	return procStat{comm: st.Comm, state: st.State, ppid: st.PPID, start: st.StartTime}, nil
 }
 
 // tgidOf returns the thread-group id (process id) of a thread id from
 // /proc/TID/status; for a process id it returns the id itself.
 func tgidOf(tid int) (int, error) {
-	f, err := os.Open("/proc/" + strconv.Itoa(tid) + "/status")
+	st, err := procfs.FS{}.Status(tid)
 	if err != nil {
 		return 0, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "Tgid:"); ok {
-			return strconv.Atoi(strings.TrimSpace(v))
-		}
+	if st.Present&procfs.StatusTgid == 0 {
+		return 0, fmt.Errorf("/proc/%d/status has no Tgid line", tid)
 	}
-	if err := sc.Err(); err != nil {
-		return 0, err
-	}
-	return 0, fmt.Errorf("/proc/%d/status has no Tgid line", tid)
+	return st.Tgid, nil
 }
 
 // scanProcs reads the stat of every process in /proc, keyed by tgid (the
 // numeric entries of /proc are processes; threads are not listed). Processes
 // that exit during the scan are left out.
 func scanProcs() (map[int]procStat, error) {
-	entries, err := os.ReadDir("/proc")
+	pids, err := procfs.FS{}.Pids()
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
-	procs := make(map[int]procStat, len(entries))
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid <= 0 {
-			continue
-		}
+	procs := make(map[int]procStat, len(pids))
+	for _, pid := range pids {
 		st, err := readStat(pid)
-		if errors.Is(err, fs.ErrNotExist) {
+		if procfs.IsGone(err) {
 			continue
 		}
 		if err != nil {
@@ -113,14 +68,14 @@ func scanProcs() (map[int]procStat, error) {
 // the process a thread id belongs to).
 func resolvePid(pid int) (*Target, error) {
 	tgid, err := tgidOf(pid)
-	if errors.Is(err, fs.ErrNotExist) || isESRCH(err) {
+	if procfs.IsGone(err) {
 		return nil, newError(ErrNotFound, nil, fmt.Sprintf("no process with pid %d (check the pid, e.g. with ps -p %d)", pid, pid))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("pid %d: %w", pid, err)
 	}
 	st, err := readStat(tgid)
-	if errors.Is(err, fs.ErrNotExist) || (err == nil && !st.live()) {
+	if procfs.IsGone(err) || (err == nil && !st.live()) {
 		return nil, newError(ErrNotFound, nil, fmt.Sprintf("no process with pid %d (it exited)", pid))
 	}
 	if err != nil {
@@ -184,7 +139,3 @@ func (t *Target) refreshTree() ([]int, error) {
 	slices.Sort(tgids)
 	return tgids, nil
 }
-
-// isESRCH reports whether err is "no such process", which reading /proc of a
-// process that is exiting can return.
-func isESRCH(err error) bool { return errors.Is(err, syscall.ESRCH) }

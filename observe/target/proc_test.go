@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"temper.codes/temper-train/internal/procfs"
 )
 
 func TestResolveInvalidSpec(t *testing.T) {
@@ -37,30 +39,20 @@ func TestResolveInvalidSpec(t *testing.T) {
 	}
 }
 
-func TestParseStat(t *testing.T) {
-	rest := " S 77 12 12 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 1000 100 18446744073709551615"
-	for _, tc := range []struct {
-		name, line string
-		want       procStat
-	}{
-		{"plain", "42 (sleep)" + rest, procStat{comm: "sleep", state: 'S', ppid: 77, start: 123456}},
-		{"spaces and parentheses in comm", "42 (a) (b c)" + rest, procStat{comm: "a) (b c", state: 'S', ppid: 77, start: 123456}},
-		{"zombie", "42 (x)" + strings.Replace(rest, " S ", " Z ", 1), procStat{comm: "x", state: 'Z', ppid: 77, start: 123456}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := parseStat([]byte(tc.line))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tc.want {
-				t.Errorf("parseStat = %+v, want %+v", got, tc.want)
-			}
-		})
+// TestReadStat: the target's view of /proc/PID/stat is this process's own
+// name, parent and start time, and a reaped process is gone.
+func TestReadStat(t *testing.T) {
+	st, err := readStat(os.Getpid())
+	comm, _ := os.ReadFile("/proc/self/comm")
+	if err != nil || st.comm != strings.TrimSpace(string(comm)) || st.ppid != os.Getppid() || st.start == 0 || !st.live() {
+		t.Errorf("readStat(self) = %+v, %v; want comm %q, ppid %d, a start time, live", st, err, comm, os.Getppid())
 	}
-	for _, bad := range []string{"", "42 sleep S 1", "42 (sleep) S x", "42 (sleep) S 1 2 3"} {
-		if _, err := parseStat([]byte(bad)); err == nil {
-			t.Errorf("parseStat(%q): no error", bad)
-		}
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readStat(cmd.Process.Pid); !procfs.IsGone(err) {
+		t.Errorf("readStat of a reaped process: %v, want it gone", err)
 	}
 }
 
