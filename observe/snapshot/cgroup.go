@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/mountinfo"
+	"temper.codes/temper-train/internal/procfs"
 )
 
 // CgroupRecord is one cgroup of the target, read at the beginning and at the
@@ -507,10 +508,11 @@ func (ms cgroupMounts) resolveCgroupOption(dir string) (CgroupRecord, error) {
 // resolveProcessCgroups returns the records of the cgroups that
 // /proc/<pid>/cgroup content names: the v1 cpu cgroup first, then v2.
 func (ms cgroupMounts) resolveProcessCgroups(procCgroup []byte) ([]CgroupRecord, []string, error) {
-	v1, v2, err := processCgroupPaths(procCgroup)
+	cg, err := procfs.ParseCgroup(procCgroup)
 	if err != nil {
 		return nil, nil, err
 	}
+	v1, v2 := cg.V1, cg.V2
 	var recs []CgroupRecord
 	var warns []string
 	if p, ok := v1["cpu"]; ok {

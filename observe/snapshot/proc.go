@@ -6,13 +6,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"temper.codes/temper-train/internal/procfs"
 )
 
 // ThreadState is what /proc said about one thread at one moment.
@@ -51,148 +49,9 @@ type ThreadCgroup struct {
 	V1CPU string `json:"v1_cpu,omitempty"` // the v1 hierarchy holding the cpu controller
 }
 
-// procStat is the part of a /proc/<pid>/stat line the snapshot keeps.
-type procStat struct {
-	PID        int
-	Comm       string
-	State      string
-	Utime      int64 // clock ticks
-	Stime      int64 // clock ticks
-	Nice       int
-	StartTicks int64 // clock ticks after boot
-	CPU        int
-	RTPriority int
-	Policy     int
-}
-
-// parseStat parses one /proc/<pid>/stat line. The command name sits between
-// the first '(' and the last ')': it may itself contain spaces, parentheses
-// and digits, so the fields are counted from the last ')'.
-func parseStat(line string) (procStat, error) {
-	line = strings.TrimRight(line, "\n")
-	open := strings.IndexByte(line, '(')
-	closing := strings.LastIndexByte(line, ')')
-	if open < 0 || closing < open {
-		return procStat{}, errors.New("stat line has no (comm)")
-	}
-	var st procStat
-	pid, err := strconv.Atoi(strings.TrimSpace(line[:open]))
-	if err != nil {
-		return procStat{}, fmt.Errorf("stat pid: %w", err)
-	}
-	st.PID = pid
-	st.Comm = line[open+1 : closing]
-	// rest[0] is field 3 (state); field N is rest[N-3].
-	rest := strings.Fields(line[closing+1:])
-	const last = 41 // policy
-	if len(rest) < last-2 {
-		return procStat{}, fmt.Errorf("stat line has %d fields, want at least %d", len(rest)+2, last)
-	}
-	field := func(n int) string { return rest[n-3] }
-	st.State = field(3)
-	ints := []struct {
-		n   int
-		dst *int64
-	}{{14, &st.Utime}, {15, &st.Stime}, {22, &st.StartTicks}}
-	for _, f := range ints {
-		v, err := strconv.ParseInt(field(f.n), 10, 64)
-		if err != nil {
-			return procStat{}, fmt.Errorf("stat field %d: %w", f.n, err)
-		}
-		*f.dst = v
-	}
-	small := []struct {
-		n   int
-		dst *int
-	}{{19, &st.Nice}, {39, &st.CPU}, {40, &st.RTPriority}, {41, &st.Policy}}
-	for _, f := range small {
-		v, err := strconv.Atoi(field(f.n))
-		if err != nil {
-			return procStat{}, fmt.Errorf("stat field %d: %w", f.n, err)
-		}
-		*f.dst = v
-	}
-	return st, nil
-}
-
-// procStatus is the part of /proc/<pid>/status the snapshot keeps.
-type procStatus struct {
-	Tgid            int
-	CPUsAllowedList string
-	Voluntary       int64
-	Nonvoluntary    int64
-}
-
-// parseStatus parses /proc/<pid>/status ("Key:\tvalue" lines). Every field
-// it keeps must be present: a kernel that lacks one is too old to trust the
-// rest.
-func parseStatus(data []byte) (procStatus, error) {
-	var st procStatus
-	seen := 0
-	for line := range strings.SplitSeq(string(data), "\n") {
-		key, val, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		val = strings.TrimSpace(val)
-		var err error
-		switch key {
-		case "Tgid":
-			st.Tgid, err = strconv.Atoi(val)
-		case "Cpus_allowed_list":
-			st.CPUsAllowedList = val
-		case "voluntary_ctxt_switches":
-			st.Voluntary, err = strconv.ParseInt(val, 10, 64)
-		case "nonvoluntary_ctxt_switches":
-			st.Nonvoluntary, err = strconv.ParseInt(val, 10, 64)
-		default:
-			continue
-		}
-		if err != nil {
-			return procStatus{}, fmt.Errorf("status %s: %w", key, err)
-		}
-		seen++
-	}
-	if seen < 4 {
-		return procStatus{}, errors.New("status lacks one of Tgid, Cpus_allowed_list, voluntary_ctxt_switches, nonvoluntary_ctxt_switches")
-	}
-	return st, nil
-}
-
-// parseProcCgroup parses /proc/<pid>/cgroup into the v2 path and the path
-// in the v1 hierarchy that holds the cpu controller.
-func parseProcCgroup(data []byte) (ThreadCgroup, error) {
-	v1, v2, err := processCgroupPaths(data)
-	if err != nil {
-		return ThreadCgroup{}, err
-	}
-	return ThreadCgroup{V2: v2, V1CPU: v1["cpu"]}, nil
-}
-
-// processCgroupPaths parses /proc/<pid>/cgroup, whose lines are
-// "hierarchy-id:controllers:path": the v2 line is "0::/path", and each v1 line
-// names the comma-separated controllers of its hierarchy. It returns the v1
-// path keyed by controller name, and the v2 path.
-func processCgroupPaths(data []byte) (v1 map[string]string, v2 string, err error) {
-	v1 = map[string]string{}
-	for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
-		if line == "" {
-			continue
-		}
-		id, rest, ok := strings.Cut(line, ":")
-		ctrls, path, ok2 := strings.Cut(rest, ":")
-		if !ok || !ok2 {
-			return nil, "", fmt.Errorf("cgroup line %q: want id:controllers:path", line)
-		}
-		if id == "0" && ctrls == "" {
-			v2 = path
-			continue
-		}
-		for c := range strings.SplitSeq(ctrls, ",") {
-			v1[c] = path
-		}
-	}
-	return v1, v2, nil
+// threadCgroup is the snapshot's view of a thread's cgroups.
+func threadCgroup(c procfs.Cgroups) ThreadCgroup {
+	return ThreadCgroup{V2: c.V2, V1CPU: c.V1["cpu"]}
 }
 
 // policyNames are the kernel's scheduling policy numbers (uapi/linux/sched.h).
@@ -231,39 +90,39 @@ type threadRecord struct {
 // errGone marks a process or thread that exited while it was being read.
 var errGone = errors.New("exited")
 
+// threadStatus are the status lines every thread must have: a kernel that
+// lacks one is too old to trust the rest.
+const threadStatus = procfs.StatusCPUsAllowedList | procfs.StatusVoluntaryCtxtSwitches | procfs.StatusNonvoluntaryCtxtSwitches
+
 // readProcess reads every thread of process tgid. A thread that exits while
 // the directory is walked is left out; a process that is gone yields errGone.
 func (p procReader) readProcess(tgid int) ([]threadRecord, error) {
-	dir := filepath.Join(p.proc, strconv.Itoa(tgid))
-	status, err := os.ReadFile(filepath.Join(dir, "status"))
-	if err != nil {
-		if isGone(err) {
-			return nil, fmt.Errorf("process %d: %w", tgid, errGone)
+	proc := procfs.New(p.proc)
+	st, err := proc.Status(tgid)
+	if err == nil {
+		if err = st.Require(procfs.StatusTgid); err != nil {
+			err = fmt.Errorf("read %s: %w", proc.Path(tgid, "status"), err)
 		}
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "status"), err)
 	}
-	st, err := parseStatus(status)
+	if procfs.IsGone(err) {
+		return nil, fmt.Errorf("process %d: %w", tgid, errGone)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "status"), err)
+		return nil, err
 	}
 	if st.Tgid != tgid {
 		return nil, fmt.Errorf("%d is a thread of process %d, not a process", tgid, st.Tgid)
 	}
-	taskDir := filepath.Join(dir, "task")
-	ents, err := os.ReadDir(taskDir)
+	tids, err := proc.Tasks(tgid)
+	if procfs.IsGone(err) {
+		return nil, fmt.Errorf("process %d: %w", tgid, errGone)
+	}
 	if err != nil {
-		if isGone(err) {
-			return nil, fmt.Errorf("process %d: %w", tgid, errGone)
-		}
-		return nil, fmt.Errorf("read %s: %w", taskDir, err)
+		return nil, err
 	}
 	var out []threadRecord
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		rec, err := p.readThread(filepath.Join(taskDir, e.Name()), tgid, tid)
+	for _, tid := range tids {
+		rec, err := p.readThread(proc, tgid, tid)
 		if errors.Is(err, errGone) {
 			continue
 		}
@@ -275,80 +134,61 @@ func (p procReader) readProcess(tgid int) ([]threadRecord, error) {
 	if len(out) == 0 {
 		return nil, fmt.Errorf("process %d: %w", tgid, errGone)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Tid < out[j].Tid })
 	return out, nil
 }
 
 // readThread reads one /proc/<tgid>/task/<tid> directory.
-func (p procReader) readThread(dir string, tgid, tid int) (threadRecord, error) {
-	read := func(name string) ([]byte, error) {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			if isGone(err) {
-				return nil, errGone
-			}
-			return nil, fmt.Errorf("read %s: %w", filepath.Join(dir, name), err)
+func (p procReader) readThread(proc procfs.FS, tgid, tid int) (threadRecord, error) {
+	stat, err := proc.TaskStat(tgid, tid)
+	if err != nil {
+		return threadRecord{}, gone(err)
+	}
+	status, err := proc.TaskStatus(tgid, tid)
+	if err == nil {
+		if err = status.Require(threadStatus); err != nil {
+			err = fmt.Errorf("read %s: %w", proc.TaskPath(tgid, tid, "status"), err)
 		}
-		return b, nil
 	}
-	statB, err := read("stat")
 	if err != nil {
-		return threadRecord{}, err
+		return threadRecord{}, gone(err)
 	}
-	statusB, err := read("status")
+	cg, err := proc.TaskCgroup(tgid, tid)
 	if err != nil {
-		return threadRecord{}, err
-	}
-	cgB, err := read("cgroup")
-	if err != nil {
-		return threadRecord{}, err
-	}
-	if len(statB) == 0 || len(statusB) == 0 {
-		// A task that is being reaped can return empty files.
-		return threadRecord{}, errGone
-	}
-	stat, err := parseStat(string(statB))
-	if err != nil {
-		return threadRecord{}, fmt.Errorf("read %s: %w", filepath.Join(dir, "stat"), err)
-	}
-	status, err := parseStatus(statusB)
-	if err != nil {
-		return threadRecord{}, fmt.Errorf("read %s: %w", filepath.Join(dir, "status"), err)
-	}
-	cg, err := parseProcCgroup(cgB)
-	if err != nil {
-		return threadRecord{}, fmt.Errorf("read %s: %w", filepath.Join(dir, "cgroup"), err)
+		return threadRecord{}, gone(err)
 	}
 	cpus, err := ParseCPUList(status.CPUsAllowedList)
 	if err != nil {
-		return threadRecord{}, fmt.Errorf("read %s: Cpus_allowed_list: %w", filepath.Join(dir, "status"), err)
+		return threadRecord{}, fmt.Errorf("read %s: Cpus_allowed_list: %w", proc.TaskPath(tgid, tid, "status"), err)
 	}
 	return threadRecord{
 		Tid:        tid,
 		Tgid:       tgid,
-		StartTicks: stat.StartTicks,
+		StartTicks: int64(stat.StartTime),
 		State: ThreadState{
 			Comm:                     stat.Comm,
-			State:                    stat.State,
-			CPU:                      stat.CPU,
+			State:                    string(stat.State),
+			CPU:                      stat.Processor,
 			CPUsAllowedList:          status.CPUsAllowedList,
 			CPUsAllowed:              cpus,
 			Policy:                   PolicyName(stat.Policy),
 			PolicyNum:                stat.Policy,
 			Nice:                     stat.Nice,
 			RTPriority:               stat.RTPriority,
-			VoluntaryCtxtSwitches:    status.Voluntary,
-			NonvoluntaryCtxtSwitches: status.Nonvoluntary,
-			UtimeNs:                  ticksToNs(stat.Utime, p.ticks),
-			StimeNs:                  ticksToNs(stat.Stime, p.ticks),
-			Cgroup:                   cg,
+			VoluntaryCtxtSwitches:    int64(status.VoluntaryCtxtSwitches),
+			NonvoluntaryCtxtSwitches: int64(status.NonvoluntaryCtxtSwitches),
+			UtimeNs:                  ticksToNs(int64(stat.Utime), p.ticks),
+			StimeNs:                  ticksToNs(int64(stat.Stime), p.ticks),
+			Cgroup:                   threadCgroup(cg),
 		},
 	}, nil
 }
 
-// isGone reports whether err is what reading a vanished /proc entry returns.
-func isGone(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH)
+// gone turns the error of a thread that exited into errGone.
+func gone(err error) error {
+	if procfs.IsGone(err) {
+		return errGone
+	}
+	return err
 }
 
 // ticksToNs converts clock ticks to nanoseconds without overflowing for any

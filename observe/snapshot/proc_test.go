@@ -2,117 +2,110 @@ package snapshot
 
 import (
 	"encoding/binary"
-	"fmt"
+	"errors"
 	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"temper.codes/temper-train/internal/procfs"
 )
+
+// TestThreadCgroup: a thread's cgroups are the v2 path and the path in the
+// v1 hierarchy holding the cpu controller.
+func TestThreadCgroup(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want ThreadCgroup
+	}{
+		{"hybrid, cpu alone", "9:name=systemd:/\n2:cpuacct:/a\n1:cpu:/kubepods/pod1\n0::/unified/x\n", ThreadCgroup{V2: "/unified/x", V1CPU: "/kubepods/pod1"}},
+		{"v1 cpu,cpuacct", "4:memory:/m\n3:cpu,cpuacct:/k/p\n", ThreadCgroup{V1CPU: "/k/p"}},
+		{"cpuset is not cpu", "3:cpuset:/s\n0::/\n", ThreadCgroup{V2: "/"}},
+		{"pure v2", "0::/kubepods.slice/pod.slice\n", ThreadCgroup{V2: "/kubepods.slice/pod.slice"}},
+		{"path with colon", "0::/a:b\n", ThreadCgroup{V2: "/a:b"}},
+		{"empty", "", ThreadCgroup{}},
+	}
+	for _, tt := range tests {
+		cg, err := procfs.ParseCgroup([]byte(tt.in))
+		if got := threadCgroup(cg); err != nil || got != tt.want {
+			t.Errorf("%s: got %+v, %v; want %+v", tt.name, got, err, tt.want)
+		}
+	}
+}
+
+// fakeProc lays out a directory like /proc: files by path relative to it.
+func fakeProc(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
 
 // statTail is the part of a stat line after "(comm) ": state R, utime 7,
 // stime 3, nice -5 (field 19), starttime 4242 (22), processor 1 (39),
 // rt_priority 0 (40), policy 7 = SCHED_EXT (41), and the fields after 41.
 const statTail = "R 1 1 1 0 -1 4194304 99 0 0 0 7 3 0 0 20 -5 1 0 4242 3133440 412 18446744073709551615 1 1 1 0 0 0 0 0 0 0 0 0 17 1 0 7 0 0 0 0 0 0 0 0 0 0"
 
-func TestParseStat(t *testing.T) {
-	want := procStat{PID: 42, State: "R", Utime: 7, Stime: 3, Nice: -5, StartTicks: 4242, CPU: 1, RTPriority: 0, Policy: 7}
-	tests := []struct {
-		name    string
-		line    string
-		comm    string
-		wantErr string
+const threadStatusFile = "Name:\tx\nTgid:\t100\nCpus_allowed_list:\t0-1\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n"
+
+// TestReadProcessFake reads a process from a fake /proc: every thread's
+// state from its stat, status and cgroup, sorted by tid; a thread being
+// reaped is left out; what is not a process, or is gone, is said so.
+func TestReadProcessFake(t *testing.T) {
+	root := fakeProc(t, map[string]string{
+		"100/status":          threadStatusFile,
+		"100/task/100/stat":   "100 (main) " + statTail + "\n",
+		"100/task/100/status": threadStatusFile,
+		"100/task/100/cgroup": "1:cpu,cpuacct:/k/p\n0::/u\n",
+		"100/task/9/stat":     "9 (a) b (c)) " + statTail + "\n",
+		"100/task/9/status":   strings.Replace(threadStatusFile, "0-1", "1", 1),
+		"100/task/9/cgroup":   "0::/u\n",
+		"100/task/11/stat":    "", // being reaped
+		"100/task/11/status":  "",
+		"100/task/11/cgroup":  "",
+		"101/status":          threadStatusFile, // a thread of 100
+		"103/status":          strings.Replace(threadStatusFile, "100", "103", 1),
+		"103/task/103/stat":   "103 (short) R 1 2 3\n",
+		"103/task/103/status": strings.Replace(threadStatusFile, "100", "103", 1),
+		"103/task/103/cgroup": "0::/\n",
+	})
+	p := procReader{proc: root, ticks: 100}
+	recs, err := p.readProcess(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := ThreadState{Comm: "a) b (c)", State: "R", CPU: 1, CPUsAllowedList: "1", CPUsAllowed: []int{1},
+		Policy: "SCHED_EXT", PolicyNum: 7, Nice: -5, VoluntaryCtxtSwitches: 12, NonvoluntaryCtxtSwitches: 3,
+		UtimeNs: 70_000_000, StimeNs: 30_000_000, Cgroup: ThreadCgroup{V2: "/u"}}
+	main := state
+	main.Comm, main.CPUsAllowedList, main.CPUsAllowed, main.Cgroup = "main", "0-1", []int{0, 1}, ThreadCgroup{V2: "/u", V1CPU: "/k/p"}
+	want := []threadRecord{{Tid: 9, Tgid: 100, StartTicks: 4242, State: state}, {Tid: 100, Tgid: 100, StartTicks: 4242, State: main}}
+	if !reflect.DeepEqual(recs, want) {
+		t.Errorf("readProcess(100) =\n%+v\nwant\n%+v", recs, want)
+	}
+
+	for _, tt := range []struct {
+		tgid int
+		want string
+		gone bool
 	}{
-		{"plain", "42 (cat) " + statTail + "\n", "cat", ""},
-		{"spaces", "42 (Web Content) " + statTail, "Web Content", ""},
-		{"parens", "42 (a) b (c)) " + statTail, "a) b (c)", ""},
-		{"looks like fields", "42 (x) R 1 2 3) " + statTail, "x) R 1 2 3", ""},
-		{"empty comm", "42 () " + statTail, "", ""},
-		{"no parens", "42 cat " + statTail, "", "no (comm)"},
-		{"only close", "42 cat) " + statTail, "", "no (comm)"},
-		{"bad pid", "x (cat) " + statTail, "", "stat pid"},
-		{"short", "42 (cat) R 1 2 3", "", "fields"},
-		{"bad nice", "42 (cat) " + strings.Replace(statTail, " -5 ", " x ", 1), "", "field 19"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseStat(tt.line)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want it to mention %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			w := want
-			w.Comm = tt.comm
-			if got != w {
-				t.Errorf("got  %+v\nwant %+v", got, w)
-			}
-		})
-	}
-}
-
-func TestParseStatSelf(t *testing.T) {
-	b, err := os.ReadFile("/proc/thread-self/stat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := parseStat(string(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.PID != currentTid() || st.State != "R" || st.Policy != 0 {
-		t.Errorf("own stat %+v: want own tid %d, running, SCHED_OTHER", st, currentTid())
-	}
-}
-
-func currentTid() int {
-	link, _ := os.Readlink("/proc/thread-self")
-	var pid, tid int
-	fmt.Sscanf(link, "%d/task/%d", &pid, &tid)
-	return tid
-}
-
-func TestParseStatus(t *testing.T) {
-	full := "Name:\tsnap\nTgid:\t100\nPid:\t101\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1\nvoluntary_ctxt_switches:\t12\nnonvoluntary_ctxt_switches:\t3\n"
-	got, err := parseStatus([]byte(full))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := (procStatus{Tgid: 100, CPUsAllowedList: "0-1", Voluntary: 12, Nonvoluntary: 3}); got != want {
-		t.Errorf("got %+v, want %+v", got, want)
-	}
-	for _, bad := range []string{
-		strings.Replace(full, "voluntary_ctxt_switches:\t12\n", "", 1),
-		strings.Replace(full, "\t12", "\ttwelve", 1),
-		"",
+		{101, "101 is a thread of process 100, not a process", false},
+		{103, "103/task/103/stat: stat line has 6 fields", false},
+		{104, "process 104: exited", true},
 	} {
-		if _, err := parseStatus([]byte(bad)); err == nil {
-			t.Errorf("parseStatus(%q) succeeded", bad)
-		}
-	}
-}
-
-func TestParseProcCgroup(t *testing.T) {
-	tests := []struct {
-		name    string
-		in      string
-		want    ThreadCgroup
-		wantErr bool
-	}{
-		{"hybrid, cpu alone", "9:name=systemd:/\n2:cpuacct:/a\n1:cpu:/kubepods/pod1\n0::/unified/x\n", ThreadCgroup{V2: "/unified/x", V1CPU: "/kubepods/pod1"}, false},
-		{"v1 cpu,cpuacct", "4:memory:/m\n3:cpu,cpuacct:/k/p\n", ThreadCgroup{V1CPU: "/k/p"}, false},
-		{"cpuset is not cpu", "3:cpuset:/s\n0::/\n", ThreadCgroup{V2: "/"}, false},
-		{"pure v2", "0::/kubepods.slice/pod.slice\n", ThreadCgroup{V2: "/kubepods.slice/pod.slice"}, false},
-		{"path with colon", "0::/a:b\n", ThreadCgroup{V2: "/a:b"}, false},
-		{"empty", "", ThreadCgroup{}, false},
-		{"malformed", "garbage\n", ThreadCgroup{}, true},
-	}
-	for _, tt := range tests {
-		got, err := parseProcCgroup([]byte(tt.in))
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("%s: got %+v, %v; want %+v, error %v", tt.name, got, err, tt.want, tt.wantErr)
+		_, err := p.readProcess(tt.tgid)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || errors.Is(err, errGone) != tt.gone {
+			t.Errorf("readProcess(%d) = %v; want an error mentioning %q, gone %v", tt.tgid, err, tt.want, tt.gone)
 		}
 	}
 }
@@ -167,49 +160,4 @@ func TestTicksToNs(t *testing.T) {
 			t.Errorf("ticksToNs(%d, %d) = %d, want %d", tt.ticks, tt.hz, got, tt.want)
 		}
 	}
-}
-
-// FuzzParseStat: no input panics the parser, and what it accepts has the
-// comm between the first '(' and the last ')'.
-func FuzzParseStat(f *testing.F) {
-	f.Add("42 (cat) " + statTail)
-	f.Add("42 (a) b (c)) " + statTail)
-	f.Add("42 ()) " + statTail)
-	f.Add("1 (x")
-	f.Add(")(")
-	if b, err := os.ReadFile("/proc/self/stat"); err == nil {
-		f.Add(string(b))
-	}
-	f.Fuzz(func(t *testing.T, line string) {
-		st, err := parseStat(line)
-		if err != nil {
-			return
-		}
-		trimmed := strings.TrimRight(line, "\n")
-		open, closing := strings.IndexByte(trimmed, '('), strings.LastIndexByte(trimmed, ')')
-		if st.Comm != trimmed[open+1:closing] {
-			t.Fatalf("comm %q, want %q", st.Comm, trimmed[open+1:closing])
-		}
-	})
-}
-
-// FuzzStatComm: whatever a thread names itself (comm is up to 15 bytes of
-// anything but NUL), the fields after it are read correctly.
-func FuzzStatComm(f *testing.F) {
-	for _, s := range []string{"cat", "a) b (c)", ") R 1 2 3 (", "))))", "", " ", "x\ny"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, comm string) {
-		if len(comm) > 15 || strings.ContainsRune(comm, 0) {
-			return
-		}
-		st, err := parseStat(fmt.Sprintf("42 (%s) %s\n", comm, statTail))
-		if err != nil {
-			t.Fatalf("comm %q: %v", comm, err)
-		}
-		want := procStat{PID: 42, Comm: comm, State: "R", Utime: 7, Stime: 3, Nice: -5, StartTicks: 4242, CPU: 1, Policy: 7}
-		if st != want {
-			t.Fatalf("comm %q: got %+v, want %+v", comm, st, want)
-		}
-	})
 }

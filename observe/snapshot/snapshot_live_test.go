@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"temper.codes/temper-train/internal/procfs"
 )
 
 // TestBeginEndLiveProcess snapshots a real multi-threaded child around a
@@ -137,11 +139,11 @@ func TestBeginEndLiveProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := parseProcCgroup(pc)
+	cg, err := procfs.ParseCgroup(pc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := byTid[c.pid].Begin.Cgroup; got != want {
+	if got, want := byTid[c.pid].Begin.Cgroup, threadCgroup(cg); got != want {
 		t.Errorf("main thread cgroup %+v, want %+v", got, want)
 	}
 
