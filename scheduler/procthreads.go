@@ -1,16 +1,11 @@
 package scheduler
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
-	"syscall"
 
+	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/profiles"
 )
 
@@ -34,8 +29,9 @@ func ThreadsOf(tgids func() ([]int, error)) func() ([]profiles.Thread, error) {
 
 // ListThreads reads every thread of the processes tgids from /proc, as the
 // matchers see them: Comm from /proc/TGID/task/TID/comm, Pcomm from the
-// leader's comm, Cmdline from /proc/TGID/cmdline with NUL bytes as spaces,
-// and Cgroup from /proc/TGID/task/TID/cgroup (see ParseCgroup). Processes and
+// leader's comm, Cmdline from /proc/TGID/cmdline with NUL bytes as spaces
+// (procfs.Cmdline.String), and Cgroup from /proc/TGID/task/TID/cgroup (the
+// v1 cpu cgroup, else the v2 one: procfs.Cgroups.CPU). Processes and
 // threads that exit while being read are left out. The result is sorted by
 // tid.
 func ListThreads(tgids []int) ([]profiles.Thread, error) {
@@ -54,34 +50,25 @@ func ListThreads(tgids []int) ([]profiles.Thread, error) {
 	return out, nil
 }
 
-// ProcessThreads reads every thread of one process. A process that has
-// exited yields ErrThreadGone; threads that exit during the walk are left
-// out.
+// ProcessThreads reads every thread of one process, sorted by tid. A
+// process that has exited yields ErrThreadGone; threads that exit during
+// the walk are left out.
 func ProcessThreads(tgid int) ([]profiles.Thread, error) {
-	dir := "/proc/" + strconv.Itoa(tgid)
-	pcomm, err := readProc(dir + "/comm")
+	var proc procfs.FS
+	base, err := readProcess(proc, tgid)
 	if err != nil {
-		return nil, fmt.Errorf("process %d: %w", tgid, err)
+		return nil, err
 	}
-	cmdline, err := readProc(dir + "/cmdline")
+	tids, err := proc.Tasks(tgid)
 	if err != nil {
-		return nil, fmt.Errorf("process %d: %w", tgid, err)
-	}
-	ents, err := os.ReadDir(dir + "/task")
-	if err != nil {
-		if IsGone(err) {
+		if procfs.IsGone(err) {
 			return nil, fmt.Errorf("process %d: %w", tgid, ErrThreadGone)
 		}
 		return nil, fmt.Errorf("list threads of process %d: %w", tgid, err)
 	}
-	base := profiles.Thread{Tgid: tgid, Pcomm: trimComm(pcomm), Cmdline: CmdlineString(cmdline)}
 	var out []profiles.Thread
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		t, err := readTask(base, tid)
+	for _, tid := range tids {
+		t, err := readTask(proc, base, tid)
 		if errors.Is(err, ErrThreadGone) {
 			continue
 		}
@@ -98,81 +85,42 @@ func ProcessThreads(tgid int) ([]profiles.Thread, error) {
 
 // ReadThread reads one thread of process tgid.
 func ReadThread(tgid, tid int) (profiles.Thread, error) {
-	dir := "/proc/" + strconv.Itoa(tgid)
-	pcomm, err := readProc(dir + "/comm")
+	var proc procfs.FS
+	base, err := readProcess(proc, tgid)
 	if err != nil {
-		return profiles.Thread{}, fmt.Errorf("process %d: %w", tgid, err)
+		return profiles.Thread{}, err
 	}
-	cmdline, err := readProc(dir + "/cmdline")
+	return readTask(proc, base, tid)
+}
+
+// readProcess reads the process-level fields of process tgid's threads.
+func readProcess(proc procfs.FS, tgid int) (profiles.Thread, error) {
+	pcomm, err := proc.Comm(tgid)
 	if err != nil {
-		return profiles.Thread{}, fmt.Errorf("process %d: %w", tgid, err)
+		return profiles.Thread{}, fmt.Errorf("process %d: %w", tgid, gone(err))
 	}
-	return readTask(profiles.Thread{Tgid: tgid, Pcomm: trimComm(pcomm), Cmdline: CmdlineString(cmdline)}, tid)
+	cmdline, err := proc.Cmdline(tgid)
+	if err != nil {
+		return profiles.Thread{}, fmt.Errorf("process %d: %w", tgid, gone(err))
+	}
+	return profiles.Thread{Tgid: tgid, Pcomm: pcomm, Cmdline: cmdline.String()}, nil
 }
 
 // readTask fills in base's thread-level fields for thread tid.
-func readTask(base profiles.Thread, tid int) (profiles.Thread, error) {
-	dir := "/proc/" + strconv.Itoa(base.Tgid) + "/task/" + strconv.Itoa(tid)
-	comm, err := readProc(dir + "/comm")
+func readTask(proc procfs.FS, base profiles.Thread, tid int) (profiles.Thread, error) {
+	comm, err := proc.TaskComm(base.Tgid, tid)
 	if err != nil {
-		return profiles.Thread{}, fmt.Errorf("thread %d: %w", tid, err)
+		return profiles.Thread{}, fmt.Errorf("thread %d: %w", tid, gone(err))
 	}
-	cg, err := readProc(dir + "/cgroup")
+	cg, err := proc.TaskCgroup(base.Tgid, tid)
 	if err != nil {
-		return profiles.Thread{}, fmt.Errorf("thread %d: %w", tid, err)
-	}
-	if len(comm) == 0 {
-		// A task being reaped can give empty files.
-		return profiles.Thread{}, fmt.Errorf("thread %d: %w", tid, ErrThreadGone)
-	}
-	path, err := ParseCgroup(cg)
-	if err != nil {
-		return profiles.Thread{}, fmt.Errorf("read %s/cgroup: %w", dir, err)
+		return profiles.Thread{}, fmt.Errorf("thread %d: %w", tid, gone(err))
 	}
 	t := base
 	t.Tid = tid
-	t.Comm = trimComm(comm)
-	t.Cgroup = path
+	t.Comm = comm
+	t.Cgroup = cg.CPU()
 	return t, nil
-}
-
-// ParseCgroup returns the cgroup path a matcher's cgroup_prefix is checked
-// against, from the contents of /proc/PID/cgroup: the path in the v1
-// hierarchy holding the cpu controller when there is one (on a v1 or hybrid
-// host that is where the kubelet's CPU settings live), else the v2 ("0::")
-// path. Paths are relative to the hierarchy root and start with "/"; a
-// thread in neither gives "".
-func ParseCgroup(data []byte) (string, error) {
-	var v2 string
-	haveV2 := false
-	for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
-		if line == "" {
-			continue
-		}
-		id, rest, ok := strings.Cut(line, ":")
-		ctrls, path, ok2 := strings.Cut(rest, ":")
-		if !ok || !ok2 {
-			return "", fmt.Errorf("cgroup line %q: want id:controllers:path", line)
-		}
-		if id == "0" && ctrls == "" {
-			v2, haveV2 = path, true
-			continue
-		}
-		if slices.Contains(strings.Split(ctrls, ","), "cpu") {
-			return path, nil
-		}
-	}
-	if haveV2 {
-		return v2, nil
-	}
-	return "", nil
-}
-
-// CmdlineString turns /proc/PID/cmdline into one string: NUL separators
-// become spaces and trailing ones are trimmed, so "postgres: walwriter"
-// reads as the process shows itself in ps.
-func CmdlineString(b []byte) string {
-	return strings.TrimRight(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})), " ")
 }
 
 // TaskStartTime returns field 22 of /proc/TID/stat: when the thread started,
@@ -181,58 +129,44 @@ func CmdlineString(b []byte) string {
 // that has exited — gone, or a zombie (Z, X) waiting to be reaped — yields
 // ErrThreadGone.
 func TaskStartTime(tid int) (uint64, error) {
-	b, err := readProc("/proc/" + strconv.Itoa(tid) + "/stat")
+	st, err := procfs.FS{}.Stat(tid)
 	if err != nil {
-		return 0, fmt.Errorf("thread %d: %w", tid, err)
+		return 0, fmt.Errorf("thread %d: %w", tid, gone(err))
 	}
-	f, err := StatFields(b)
-	if err != nil {
-		return 0, fmt.Errorf("read /proc/%d/stat: %w", tid, err)
-	}
-	if f[0] == "Z" || f[0] == "X" {
+	if st.Exited() {
 		return 0, fmt.Errorf("thread %d: %w", tid, ErrThreadGone)
 	}
-	start, err := strconv.ParseUint(f[22-3], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("read /proc/%d/stat: starttime %q: %w", tid, f[22-3], err)
-	}
-	return start, nil
+	return st.StartTime, nil
 }
 
 // StatFields splits a /proc/PID/stat line after the command name (which may
 // hold spaces and parentheses, so fields are counted from the last ')'):
 // field N of proc(5) is the result's [N-3]. At least the 22 fields up to
-// starttime must be there.
+// starttime must be there. It serves tests that check raw fields; code
+// reads a parsed procfs.Stat.
 func StatFields(b []byte) ([]string, error) {
-	end := bytes.LastIndexByte(b, ')')
-	if end < 0 {
-		return nil, fmt.Errorf("malformed stat line %q", b)
+	f, err := procfs.StatFields(b)
+	if err != nil {
+		return nil, fmt.Errorf("malformed stat line %q: %w", b, err)
 	}
-	f := strings.Fields(string(b[end+1:]))
 	if len(f) < 22-2 {
 		return nil, fmt.Errorf("stat line has %d fields after the comm, want at least 20", len(f))
 	}
 	return f, nil
 }
 
-// readProc reads a /proc file; a vanished process or thread is
+// gone turns the error of a process or thread that exited into
 // ErrThreadGone.
-func readProc(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		if IsGone(err) {
-			return nil, ErrThreadGone
-		}
-		return nil, fmt.Errorf("read %s: %w", path, err)
+func gone(err error) error {
+	if procfs.IsGone(err) {
+		return ErrThreadGone
 	}
-	return b, nil
+	return err
 }
 
 // IsGone reports whether err is what reading a vanished /proc entry
 // returns (ENOENT, or ESRCH when the task exits while the file is being
 // read), or ErrThreadGone.
 func IsGone(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ESRCH) || errors.Is(err, ErrThreadGone)
+	return procfs.IsGone(err) || errors.Is(err, ErrThreadGone)
 }
-
-func trimComm(b []byte) string { return strings.TrimSuffix(string(b), "\n") }

@@ -11,40 +11,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"temper.codes/temper-train/internal/procfs"
 )
-
-func TestParseCgroup(t *testing.T) {
-	cases := []struct {
-		name, in, want, err string
-	}{
-		{"v2 only", "0::/kubepods.slice/pod1/cri-abc.scope\n", "/kubepods.slice/pod1/cri-abc.scope", ""},
-		{"hybrid: v1 cpu wins", "4:memory:/m\n2:cpu,cpuacct:/kubepods/pod1/abc\n0::/init.scope\n", "/kubepods/pod1/abc", ""},
-		{"v1 cpu alone", "3:cpuset:/x\n1:cpu:/batch\n", "/batch", ""},
-		{"v1 without cpu, v2 present", "4:memory:/m\n0::/user.slice\n", "/user.slice", ""},
-		{"cpuacct is not cpu", "2:cpuacct:/acct\n0::/v2\n", "/v2", ""},
-		{"nothing", "", "", ""},
-		{"malformed", "garbage\n", "", "want id:controllers:path"},
-	}
-	for _, c := range cases {
-		got, err := ParseCgroup([]byte(c.in))
-		if got != c.want || (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
-			t.Errorf("%s: ParseCgroup = %q, %v; want %q, %q", c.name, got, err, c.want, c.err)
-		}
-	}
-}
-
-func TestCmdlineString(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{"postgres: walwriter\x00\x00\x00", "postgres: walwriter"},
-		{"/usr/bin/redis-server\x00*:6379\x00", "/usr/bin/redis-server *:6379"},
-		{"", ""},
-	}
-	for _, c := range cases {
-		if got := CmdlineString([]byte(c.in)); got != c.want {
-			t.Errorf("CmdlineString(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
 
 // TestListThreadsSelf lists this test process's own threads and checks
 // them against what the kernel says directly.
@@ -58,7 +27,8 @@ func TestListThreadsSelf(t *testing.T) {
 	}
 	comm, _ := os.ReadFile("/proc/self/comm")
 	cg, _ := os.ReadFile("/proc/self/cgroup")
-	wantCg, _ := ParseCgroup(cg)
+	parsed, _ := procfs.ParseCgroup(cg)
+	wantCg := parsed.CPU()
 	var sawLeader, sawMe bool
 	for i, th := range threads {
 		if i > 0 && threads[i-1].Tid >= th.Tid {
@@ -113,8 +83,10 @@ func TestTaskStartTime(t *testing.T) {
 	if err != nil || got != want || got == 0 {
 		t.Errorf("TaskStartTime = %d, %v; want %d", got, err, want)
 	}
-	if _, err := StatFields([]byte("12 (a) b) S 1")); err == nil {
-		t.Error("StatFields accepted a short line")
+	for _, bad := range []string{"12 (a) b) S 1", "12 a b S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20", ""} {
+		if _, err := StatFields([]byte(bad)); err == nil {
+			t.Errorf("StatFields accepted %q", bad)
+		}
 	}
 }
 
