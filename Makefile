@@ -5,6 +5,8 @@
 #   make test       vet + all tests (BPF/tracefs tests need root) + a short fuzz run
 #   make fuzz       longer fuzz runs (FUZZTIME per target, default 2m)
 #   make bench      decode benchmarks with ratios against their targets
+#   make vmtest     the sched_ext scheduler in a qemu VM with a Debian sid kernel
+#                   (downloaded once into ~/.cache/temper-train; a few minutes)
 #   make generate   regenerate observe/perfettopb (needs protoc) and the bpf2go
 #                   output in bpf/ (needs clang-19, libbpf-dev)
 
@@ -16,7 +18,7 @@ FUZZTIME  ?= 2m
 SHORTFUZZ ?= 10s
 EXAMPLE   := testdata/traces/workload-tracefs.txt.gz
 
-.PHONY: all build demo setup test fuzz bench generate clean
+.PHONY: all build demo setup test fuzz bench generate vmtest clean
 
 all: build
 
@@ -49,6 +51,12 @@ fuzz:
 bench:
 	@$(MAKE) --no-print-directory build
 	scripts/bench.sh
+
+# The sched_ext backend attached for real: this machine's kernel has no
+# sched_ext, so scripts/vmtest.sh boots one that has under qemu and runs the
+# scheduler/scx VM tests and the apply/observe/analyze checks inside it.
+vmtest:
+	GO=$(GO) scripts/vmtest.sh
 
 generate:
 	$(GO) build -o bin/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go

@@ -23,6 +23,10 @@
 //              done; long slices.
 //   yield      a DSQ of its own, consumed last.
 //
+// Strict priority is bounded: a layer kept waiting for starve_ns is served
+// next, so a busy latency layer cannot push normal work, nor normal work
+// batch and yield work, into the kernel's stall watchdog.
+//
 // Kfuncs whose names changed across kernels are declared weak under every
 // name and chosen with ts_ksym_exists(); scheduler/scx resolves which names
 // the loader can use before loading (see docs/scheduler.md).
@@ -39,6 +43,11 @@ const volatile __u32 nr_dispatch = 0;
 // The DSQs a shared CPU consumes, in order: latency layers, the normal DSQ,
 // batch layers, yield layers.
 const volatile __u64 dispatch_order[TS_MAX_LAYERS + 1];
+// A DSQ in dispatch_order that has waited this long since it was last
+// served (or seen empty) is served first, so strict priority cannot starve
+// a layer into the kernel's stall watchdog (which ejects the scheduler
+// after 30 s of a runnable task not running).
+const volatile __u64 starve_ns = 1000000000;
 const volatile struct ts_layer layers[TS_MAX_LAYERS];
 const volatile struct ts_cpu cpus[TS_MAX_CPUS];
 
@@ -49,6 +58,8 @@ char exit_reason[128];
 char exit_msg[1024];
 
 __u64 vtime_now;
+// When each DSQ of dispatch_order was last served or seen empty.
+__u64 last_served[TS_MAX_LAYERS + 1];
 
 // task_layers: tid → layer, maintained by user space. Absent: default layer.
 struct {
@@ -110,6 +121,7 @@ extern void scx_bpf_kick_cpu(__s32 cpu, __u64 flags) __ksym;
 extern bool scx_bpf_test_and_clear_cpu_idle(__s32 cpu) __ksym;
 extern __s32 scx_bpf_pick_idle_cpu(const struct cpumask *cpus_allowed, __u64 flags) __ksym;
 extern __s32 scx_bpf_task_cpu(const struct task_struct *p) __ksym;
+extern __s32 scx_bpf_dsq_nr_queued(__u64 dsq_id) __ksym;
 extern struct bpf_cpumask *bpf_cpumask_create(void) __ksym;
 extern void bpf_cpumask_release(struct bpf_cpumask *cpumask) __ksym;
 extern void bpf_cpumask_set_cpu(__u32 cpu, struct bpf_cpumask *cpumask) __ksym;
@@ -390,6 +402,7 @@ void ts_dispatch(unsigned long long *ctx)
 {
 	__s32 cpu = ctx[0];
 	__u32 c = cpu & (TS_MAX_CPUS - 1), owner, n = nr_dispatch;
+	__u64 now;
 
 	owner = cpus[c].owner;
 	if (owner != TS_NO_LAYER) {
@@ -399,9 +412,24 @@ void ts_dispatch(unsigned long long *ctx)
 			move_to_local(TS_LAYER_DSQ_BASE + owner);
 		return;
 	}
-	for (__u32 i = 0; i < TS_MAX_LAYERS + 1 && i < n; i++)
-		if (move_to_local(dispatch_order[i]))
+	now = bpf_ktime_get_ns();
+	// Starved DSQs first (the first in the order never starves).
+	for (__u32 i = 1; i < TS_MAX_LAYERS + 1 && i < n; i++) {
+		if (scx_bpf_dsq_nr_queued(dispatch_order[i]) <= 0) {
+			last_served[i] = now;
+			continue;
+		}
+		if (now - last_served[i] > starve_ns && move_to_local(dispatch_order[i])) {
+			last_served[i] = now;
 			return;
+		}
+	}
+	for (__u32 i = 0; i < TS_MAX_LAYERS + 1 && i < n; i++) {
+		if (move_to_local(dispatch_order[i])) {
+			last_served[i] = now;
+			return;
+		}
+	}
 }
 
 static __always_inline bool exclusive_on(struct ts_cpu_state *st)

@@ -36,10 +36,12 @@ const (
 	SchedulerVarExitKind      = "exit_kind"
 	SchedulerVarExitMsg       = "exit_msg"
 	SchedulerVarExitReason    = "exit_reason"
+	SchedulerVarLastServed    = "last_served"
 	SchedulerVarLayers        = "layers"
 	SchedulerVarNrCpus        = "nr_cpus"
 	SchedulerVarNrDispatch    = "nr_dispatch"
 	SchedulerVarNrLayers      = "nr_layers"
+	SchedulerVarStarveNs      = "starve_ns"
 	SchedulerVarVtimeNow      = "vtime_now"
 )
 
@@ -117,10 +119,12 @@ type SchedulerVariableSpecs struct {
 	ExitKind      *ebpf.VariableSpec `ebpf:"exit_kind"`
 	ExitMsg       *ebpf.VariableSpec `ebpf:"exit_msg"`
 	ExitReason    *ebpf.VariableSpec `ebpf:"exit_reason"`
+	LastServed    *ebpf.VariableSpec `ebpf:"last_served"`
 	Layers        *ebpf.VariableSpec `ebpf:"layers"`
 	NrCpus        *ebpf.VariableSpec `ebpf:"nr_cpus"`
 	NrDispatch    *ebpf.VariableSpec `ebpf:"nr_dispatch"`
 	NrLayers      *ebpf.VariableSpec `ebpf:"nr_layers"`
+	StarveNs      *ebpf.VariableSpec `ebpf:"starve_ns"`
 	VtimeNow      *ebpf.VariableSpec `ebpf:"vtime_now"`
 }
 
@@ -174,10 +178,12 @@ type SchedulerVariables struct {
 	ExitKind      *ebpf.Variable `ebpf:"exit_kind"`
 	ExitMsg       *ebpf.Variable `ebpf:"exit_msg"`
 	ExitReason    *ebpf.Variable `ebpf:"exit_reason"`
+	LastServed    *ebpf.Variable `ebpf:"last_served"`
 	Layers        *ebpf.Variable `ebpf:"layers"`
 	NrCpus        *ebpf.Variable `ebpf:"nr_cpus"`
 	NrDispatch    *ebpf.Variable `ebpf:"nr_dispatch"`
 	NrLayers      *ebpf.Variable `ebpf:"nr_layers"`
+	StarveNs      *ebpf.Variable `ebpf:"starve_ns"`
 	VtimeNow      *ebpf.Variable `ebpf:"vtime_now"`
 }
 

@@ -19,11 +19,17 @@ declare -A need=(
 	[redis-server]=redis-server    # real-server tests of observe and analyze
 	[redis-benchmark]=redis-tools  # ... and their load generator
 	[perf]=linux-perf              # make bench: the perf sched record anchor
+	[qemu-system-x86_64]=qemu-system-x86 # make vmtest: the sched_ext kernel's VM
+	[cpio]=cpio                    # make vmtest: its initramfs
 )
 missing=()
 for cmd in "${!need[@]}"; do
 	command -v "$cmd" >/dev/null || missing+=("${need[$cmd]}")
 done
+# make vmtest's initramfs needs a statically linked busybox.
+if ! { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; }; then
+	missing+=(busybox-static)
+fi
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "setup: missing packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2

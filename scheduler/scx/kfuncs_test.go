@@ -17,7 +17,7 @@ import (
 // The kfuncs every kernel must have for the scheduler (no renames).
 var stableKfuncs = []string{
 	"scx_bpf_create_dsq", "scx_bpf_kick_cpu", "scx_bpf_test_and_clear_cpu_idle",
-	"scx_bpf_pick_idle_cpu", "scx_bpf_task_cpu", "bpf_cpumask_create",
+	"scx_bpf_pick_idle_cpu", "scx_bpf_task_cpu", "scx_bpf_dsq_nr_queued", "bpf_cpumask_create",
 	"bpf_cpumask_release", "bpf_cpumask_set_cpu", "bpf_cpumask_test_cpu", "bpf_cpumask_intersects",
 }
 

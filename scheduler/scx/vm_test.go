@@ -582,3 +582,56 @@ func TestApplyOutputLayers(t *testing.T) {
 	}
 	t.Logf("%d workload threads where the profile puts them; %s", len(s.Threads), strings.Join(summary, "; "))
 }
+
+// TestVMYieldNotStarved saturates the shared CPUs with normal work: the
+// yield layer, consumed only when nothing else runs, must still be served
+// (the starvation bound), and the kernel must not eject the scheduler.
+func TestVMYieldNotStarved(t *testing.T) {
+	b := needSchedExt(t)
+	w := startWorkload(t)
+	start := time.Now()
+	app, err := b.Apply(context.Background(), vmPlan(t, &targets{pids: []int{w.pid}}))
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	t.Logf("attached in %v", time.Since(start).Round(time.Millisecond))
+	a := app.(*Applied)
+	defer a.Revert()
+	// Four spinning processes (default layer, normal) for two shared CPUs.
+	for i := 0; i < 4; i++ {
+		spin := exec.Command("sh", "-c", "while :; do :; done")
+		if err := spin.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { spin.Process.Kill(); spin.Wait() })
+	}
+	yieldRuntime := func() uint64 {
+		st, err := a.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range st {
+			if g.Group == "housekeeping" {
+				return g.RuntimeNs
+			}
+		}
+		t.Fatal("no housekeeping group")
+		return 0
+	}
+	time.Sleep(time.Second)
+	before := yieldRuntime()
+	time.Sleep(4 * time.Second)
+	after := yieldRuntime()
+	t.Logf("yield layer ran %v in 4 s under saturation", time.Duration(after-before))
+	if after == before {
+		t.Errorf("the yield layer did not run in 4 s of saturation")
+	}
+	if s := state(t); s != "enabled" {
+		t.Errorf("state %q under saturation, want enabled", s)
+	}
+	start = time.Now()
+	if err := a.Revert(); err != nil {
+		t.Errorf("revert: %v", err)
+	}
+	t.Logf("detached under saturation in %v", time.Since(start).Round(time.Millisecond))
+}
