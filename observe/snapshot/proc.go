@@ -38,6 +38,13 @@ type ThreadState struct {
 	StimeNs                  int64 `json:"stime_ns"` // system CPU time; clock-tick resolution
 
 	Cgroup ThreadCgroup `json:"cgroup"`
+
+	// Cmdline is the process's command line at that moment (arguments
+	// joined by spaces). Processes that share one name tell their roles
+	// apart here: PostgreSQL's process titles ("postgres: walwriter"),
+	// Redis's forked children ("redis-aof-rewrite"). Empty for kernel
+	// threads and exiting processes.
+	Cmdline string `json:"cmdline,omitempty"`
 }
 
 // ThreadCgroup is a thread's place in the cgroup hierarchies, as
@@ -120,6 +127,9 @@ func (p procReader) readProcess(tgid int) ([]threadRecord, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A process that exits now still has threads to report; its cmdline
+	// is then empty, as the kernel gives it.
+	cmdline, _ := proc.Cmdline(tgid)
 	var out []threadRecord
 	for _, tid := range tids {
 		rec, err := p.readThread(proc, tgid, tid)
@@ -129,6 +139,7 @@ func (p procReader) readProcess(tgid int) ([]threadRecord, error) {
 		if err != nil {
 			return nil, err
 		}
+		rec.State.Cmdline = cmdline.String()
 		out = append(out, rec)
 	}
 	if len(out) == 0 {

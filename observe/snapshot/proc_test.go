@@ -64,6 +64,7 @@ const threadStatusFile = "Name:\tx\nTgid:\t100\nCpus_allowed_list:\t0-1\nvolunta
 func TestReadProcessFake(t *testing.T) {
 	root := fakeProc(t, map[string]string{
 		"100/status":          threadStatusFile,
+		"100/cmdline":         "postgres: walwriter \x00\x00",
 		"100/task/100/stat":   "100 (main) " + statTail + "\n",
 		"100/task/100/status": threadStatusFile,
 		"100/task/100/cgroup": "1:cpu,cpuacct:/k/p\n0::/u\n",
@@ -86,7 +87,7 @@ func TestReadProcessFake(t *testing.T) {
 	}
 	state := ThreadState{Comm: "a) b (c)", State: "R", CPU: 1, CPUsAllowedList: "1", CPUsAllowed: []int{1},
 		Policy: "SCHED_EXT", PolicyNum: 7, Nice: -5, VoluntaryCtxtSwitches: 12, NonvoluntaryCtxtSwitches: 3,
-		UtimeNs: 70_000_000, StimeNs: 30_000_000, Cgroup: ThreadCgroup{V2: "/u"}}
+		UtimeNs: 70_000_000, StimeNs: 30_000_000, Cgroup: ThreadCgroup{V2: "/u"}, Cmdline: "postgres: walwriter"}
 	main := state
 	main.Comm, main.CPUsAllowedList, main.CPUsAllowed, main.Cgroup = "main", "0-1", []int{0, 1}, ThreadCgroup{V2: "/u", V1CPU: "/k/p"}
 	want := []threadRecord{{Tid: 9, Tgid: 100, StartTicks: 4242, State: state}, {Tid: 100, Tgid: 100, StartTicks: 4242, State: main}}

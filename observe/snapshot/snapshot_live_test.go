@@ -76,6 +76,9 @@ func TestBeginEndLiveProcess(t *testing.T) {
 			if st.Policy != "SCHED_OTHER" || st.PolicyNum != 0 {
 				t.Errorf("tid %d: policy %s (%d), want SCHED_OTHER", th.Tid, st.Policy, st.PolicyNum)
 			}
+			if !strings.Contains(st.Cmdline, "-test.run") {
+				t.Errorf("tid %d: cmdline %q is not the child's (a test binary started with -test.run)", th.Tid, st.Cmdline)
+			}
 			if st.Cgroup.V2 == "" && st.Cgroup.V1CPU == "" {
 				t.Errorf("tid %d: no cgroup", th.Tid)
 			}
