@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 )
@@ -259,16 +258,11 @@ func (a *applied) baseline(tgid int, cur Settings) Settings {
 
 // parentOf returns a process's parent pid (stat field 4), 0 if unknown.
 func parentOf(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	st, err := procfs.FS{}.Stat(pid)
 	if err != nil {
 		return 0
 	}
-	f, err := scheduler.StatFields(b)
-	if err != nil {
-		return 0
-	}
-	ppid, _ := strconv.Atoi(f[4-3])
-	return ppid
+	return st.PPID
 }
 
 // wanted says which fields of a thread currently at cur the backend sets
@@ -446,39 +440,25 @@ func (a *applied) Stats() ([]scheduler.GroupStats, error) {
 	return out, nil
 }
 
-// readCounters reads a thread's CPU time and context switches.
+// readCounters reads a thread's CPU time (from schedstat, else utime +
+// stime from stat) and context switches (from status).
 func readCounters(tid int) (counters, error) {
-	dir := "/proc/" + strconv.Itoa(tid)
+	var proc procfs.FS
 	var c counters
-	if b, err := os.ReadFile(dir + "/schedstat"); err == nil {
-		var run uint64
-		if _, err := fmt.Sscan(string(b), &run); err == nil {
-			c.runtimeNs = run
-		}
+	if ss, err := proc.Schedstat(tid); err == nil {
+		c.runtimeNs = ss.RunNs
 	} else {
-		b, err := os.ReadFile(dir + "/stat")
+		st, err := proc.Stat(tid)
 		if err != nil {
 			return c, err
 		}
-		f, err := scheduler.StatFields(b)
-		if err != nil {
-			return c, err
-		}
-		ut, _ := strconv.ParseUint(f[14-3], 10, 64)
-		st, _ := strconv.ParseUint(f[15-3], 10, 64)
-		c.runtimeNs = (ut + st) * 1e9 / 100 // USER_HZ is 100 on every Linux in use
+		c.runtimeNs = (st.Utime + st.Stime) * 1e9 / 100 // USER_HZ is 100 on every Linux in use
 	}
-	b, err := os.ReadFile(dir + "/status")
+	st, err := proc.Status(tid)
 	if err != nil {
 		return c, err
 	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "voluntary_ctxt_switches:"); ok {
-			c.voluntary, _ = strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-		} else if v, ok := strings.CutPrefix(line, "nonvoluntary_ctxt_switches:"); ok {
-			c.nonvoluntary, _ = strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-		}
-	}
+	c.voluntary, c.nonvoluntary = st.VoluntaryCtxtSwitches, st.NonvoluntaryCtxtSwitches
 	return c, nil
 }
 

@@ -23,16 +23,15 @@
 package cfs
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 )
@@ -86,27 +85,17 @@ func (b *Backend) Probe() error {
 	return nil
 }
 
-// hasCapability reads the effective capability set from /proc/self/status.
+// hasCapability reads the effective capability set from this process's
+// /proc status.
 func hasCapability(c int) (bool, error) {
-	f, err := os.Open("/proc/self/status")
+	st, err := procfs.FS{}.Status(os.Getpid())
 	if err != nil {
 		return false, fmt.Errorf("read capabilities: %w", err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "CapEff:"); ok {
-			mask, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-			if err != nil {
-				return false, fmt.Errorf("read capabilities: CapEff %q: %w", v, err)
-			}
-			return mask&(1<<uint(c)) != 0, nil
-		}
+	if st.Present&procfs.StatusCapEff == 0 {
+		return false, fmt.Errorf("read capabilities: /proc/self/status has no CapEff line")
 	}
-	if err := sc.Err(); err != nil {
-		return false, fmt.Errorf("read capabilities: %w", err)
-	}
-	return false, fmt.Errorf("read capabilities: /proc/self/status has no CapEff line")
+	return st.CapEff&(1<<uint(c)) != 0, nil
 }
 
 // treatment is what one thread group's threads get.

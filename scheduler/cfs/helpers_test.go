@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/observe/snapshot"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
@@ -111,28 +112,16 @@ func (k kernelView) String() string {
 
 func readKernel(t *testing.T, tid int) kernelView {
 	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/stat")
+	var proc procfs.FS
+	st, err := proc.Stat(tid)
 	if err != nil {
 		t.Fatalf("thread %d: %v", tid, err)
 	}
-	f, err := scheduler.StatFields(b)
-	if err != nil || len(f) < 41-2 {
-		t.Fatalf("thread %d stat: %v", tid, err)
-	}
-	var k kernelView
-	k.Nice, _ = strconv.Atoi(f[19-3])
-	k.RTPrio, _ = strconv.Atoi(f[40-3])
-	k.Policy, _ = strconv.Atoi(f[41-3])
-	st, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	status, err := proc.Status(tid)
 	if err != nil {
 		t.Fatalf("thread %d: %v", tid, err)
 	}
-	for line := range strings.SplitSeq(string(st), "\n") {
-		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
-			k.CPUs = strings.TrimSpace(v)
-		}
-	}
-	return k
+	return kernelView{CPUs: status.CPUsAllowedList, Policy: st.Policy, RTPrio: st.RTPriority, Nice: st.Nice}
 }
 
 // views reads every thread of p.

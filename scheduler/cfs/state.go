@@ -8,10 +8,9 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
 
 	"temper.codes/temper-train/internal/atomicfile"
-	"temper.codes/temper-train/scheduler"
+	"temper.codes/temper-train/internal/procfs"
 )
 
 // StateVersion is the state file format this package writes and reads.
@@ -157,14 +156,6 @@ func RevertFile(path string, note func(string)) error {
 // running reports whether process pid, started at start, is alive (a
 // zombie that was killed and not yet reaped is not).
 func running(pid int, start uint64) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	f, err := scheduler.StatFields(b)
-	if err != nil {
-		return false
-	}
-	s, _ := strconv.ParseUint(f[22-3], 10, 64)
-	return s == start && f[0] != "Z" && f[0] != "X"
+	st, err := procfs.FS{}.Stat(pid)
+	return err == nil && st.StartTime == start && !st.Exited()
 }
