@@ -150,6 +150,7 @@ type Thread struct {
 	Tgid      int32      `json:"tgid"`
 	Comm      string     `json:"comm"`
 	Process   string     `json:"process"`
+	Cmdline   string     `json:"cmdline,omitempty"` // its process's command line, from the snapshot
 	Family    string     `json:"family"`
 	Cluster   int        `json:"cluster"`
 	Class     string     `json:"class"` // the cluster's class

@@ -83,13 +83,19 @@ func buildThreads(c *collector, p *procInfo, target []int, window float64) []Thr
 	return threads
 }
 
-// attachProcDeltas sets /proc's counters from the snapshot beside the trace's.
+// attachProcDeltas sets /proc's counters from the snapshot beside the
+// trace's, and each thread's process command line.
 func attachProcDeltas(threads []Thread, s *snapshot.Snapshot) {
 	for i := range threads {
 		for j := range s.Threads {
 			st := &s.Threads[j]
 			if int32(st.Tid) != threads[i].Tid || int32(st.Tgid) != threads[i].Tgid {
 				continue
+			}
+			if st.End != nil && st.End.Cmdline != "" {
+				threads[i].Cmdline = st.End.Cmdline
+			} else if st.Begin != nil {
+				threads[i].Cmdline = st.Begin.Cmdline
 			}
 			if d, ok := st.Delta(); ok {
 				threads[i].SnapDelta = &ProcDelta{Voluntary: d.VoluntaryCtxtSwitches,

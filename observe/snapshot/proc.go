@@ -101,6 +101,11 @@ var errGone = errors.New("exited")
 // lacks one is too old to trust the rest.
 const threadStatus = procfs.StatusCPUsAllowedList | procfs.StatusVoluntaryCtxtSwitches | procfs.StatusNonvoluntaryCtxtSwitches
 
+// maxCmdline bounds the command line kept per process: a process title fits,
+// and long argument lists (which may hold things not meant for a file shared
+// with the trace) are cut.
+const maxCmdline = 256
+
 // readProcess reads every thread of process tgid. A thread that exits while
 // the directory is walked is left out; a process that is gone yields errGone.
 func (p procReader) readProcess(tgid int) ([]threadRecord, error) {
@@ -130,6 +135,10 @@ func (p procReader) readProcess(tgid int) ([]threadRecord, error) {
 	// A process that exits now still has threads to report; its cmdline
 	// is then empty, as the kernel gives it.
 	cmdline, _ := proc.Cmdline(tgid)
+	title := cmdline.String()
+	if len(title) > maxCmdline {
+		title = strings.ToValidUTF8(title[:maxCmdline], "")
+	}
 	var out []threadRecord
 	for _, tid := range tids {
 		rec, err := p.readThread(proc, tgid, tid)
@@ -139,7 +148,7 @@ func (p procReader) readProcess(tgid int) ([]threadRecord, error) {
 		if err != nil {
 			return nil, err
 		}
-		rec.State.Cmdline = cmdline.String()
+		rec.State.Cmdline = title
 		out = append(out, rec)
 	}
 	if len(out) == 0 {
