@@ -50,7 +50,10 @@ echo "deb [signed-by=$keyring] $mirror sid main" >"$st/sid.list"
 
 aptopts=(-o "Dir::Etc::SourceList=$st/sid.list" -o "Dir::Etc::SourceParts=-"
 	-o "Dir::State::Lists=$st/lists" -o "Dir::Cache=$st/cache"
-	-o "APT::Sandbox::User=root" -o "Acquire::Languages=none")
+	-o "APT::Sandbox::User=root" -o "Acquire::Languages=none"
+	-o "Acquire::IndexTargets::deb::DEP-11::DefaultEnabled=false"
+	-o "Acquire::IndexTargets::deb::DEP-11-icons::DefaultEnabled=false"
+	-o "Acquire::IndexTargets::deb::DEP-11-icons-small::DefaultEnabled=false")
 
 # newest_cached prints the directory of the newest cached kernel, if any.
 newest_cached() {
@@ -60,10 +63,14 @@ newest_cached() {
 }
 
 ver=""
-if apt-get "${aptopts[@]}" -qq update >"$st/update.log" 2>&1; then
+# Package lists younger than 6 hours are current enough (sid's kernel moves
+# every few weeks); otherwise refresh them. --error-on=any: a failed
+# download is a failure, not stale lists quietly kept.
+fresh=$(find "$st/lists" -maxdepth 1 -name '*_sid_InRelease' -mmin -360 2>/dev/null | head -n 1)
+if [ -n "$fresh" ] || apt-get "${aptopts[@]}" -qq --error-on=any update >"$st/update.log" 2>&1; then
 	# linux-image-amd64 depends on linux-image-<ver>, whose kernel is in
 	# linux-binary-<ver> and whose config is in linux-base-<ver>.
-	ver=$(apt-cache "${aptopts[@]}" depends linux-image-amd64 2>/dev/null |
+	ver=$({ apt-cache "${aptopts[@]}" depends linux-image-amd64 2>/dev/null || true; } |
 		sed -n 's/^ *Depends: linux-image-\([0-9].*-amd64\)$/\1/p' | head -n 1)
 	[ -n "$ver" ] || log "could not resolve the sid kernel version from linux-image-amd64 (see apt-cache depends)"
 else
