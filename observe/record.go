@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"temper.codes/temper-train/bpf"
+	"temper.codes/temper-train/internal/procfs"
 )
 
 // Attach modes: how the tracer's programs hook the scheduler tracepoints.
@@ -73,6 +73,11 @@ type RecordOptions struct {
 	// OnAttached, when set, is called once the tracer is attached: from then
 	// on every event of the targets is recorded.
 	OnAttached func()
+	// TracingChecked says the caller has already run CheckTracing, and it
+	// passed (a CLI checks first, to fail before it starts a command or
+	// takes a snapshot): Record does not probe the privileges and the
+	// kernel again.
+	TracingChecked bool
 }
 
 // RecordProgress is a running count, for a progress line.
@@ -162,30 +167,32 @@ func CheckTracing() error {
 	return nil
 }
 
+// effectiveCaps returns this process's effective capability set.
 func effectiveCaps() (uint64, error) {
-	b, err := os.ReadFile("/proc/self/status")
+	st, err := procfs.FS{}.Status(os.Getpid())
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			return strconv.ParseUint(strings.TrimSpace(v), 16, 64)
-		}
+	if st.Present&procfs.StatusCapEff == 0 {
+		return 0, errors.New("no CapEff in /proc/self/status")
 	}
-	return 0, errors.New("no CapEff in /proc/self/status")
+	return st.CapEff, nil
 }
 
 // Record traces the target's scheduling events until a bound is reached, the
 // context is cancelled (Ctrl-C: not an error) or, with StopWhenGone, the
 // target has exited, and writes them to w as a Perfetto trace. Whatever
 // happens after the tracer is attached, w receives a complete, valid trace
-// of what was recorded; an error means the trace is unusable.
+// of what was recorded; an error means the trace is unusable. It first runs
+// CheckTracing, unless opts.TracingChecked says the caller did.
 func Record(ctx context.Context, w io.Writer, opts RecordOptions) (*RecordResult, error) {
 	if len(opts.Tgids) == 0 && !opts.TraceAll && opts.Refresh == nil {
 		return nil, ErrNoTargets
 	}
-	if err := CheckTracing(); err != nil {
-		return nil, err
+	if !opts.TracingChecked {
+		if err := CheckTracing(); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Duration <= 0 {
 		opts.Duration = 10 * time.Second
@@ -779,51 +786,33 @@ func (r *recorder) writeProcessTree(ts int64, tgids []int) {
 		ppid, args := procParent(g)
 		r.pw.Write(&Event{TS: ts, Kind: KindProcessInfo, CPU: -1, Tid: int32(g), PrevTid: int32(ppid), Args: args})
 	}
+	var proc procfs.FS
 	for _, g := range tgids {
-		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", g))
-		for _, task := range tasks {
-			tid, err := strconv.Atoi(task.Name())
-			if err != nil {
-				continue
-			}
-			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", g, tid))
+		tids, _ := proc.Tasks(g)
+		for _, tid := range tids {
+			comm, _ := proc.TaskComm(g, tid)
 			r.tgidOf[int32(tid)] = int32(g)
-			r.pw.Write(&Event{TS: ts, Kind: KindThreadInfo, CPU: -1, Tid: int32(tid), Tgid: int32(g),
-				Comm: strings.TrimSuffix(string(comm), "\n")})
+			r.pw.Write(&Event{TS: ts, Kind: KindThreadInfo, CPU: -1, Tid: int32(tid), Tgid: int32(g), Comm: comm})
 		}
 	}
 }
 
 // procAlive reports whether pid exists and is not a zombie.
 func procAlive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
+	st, err := procfs.FS{}.Stat(pid)
+	return err == nil && !st.Exited()
 }
 
-// procParent reads a process's parent pid and command line.
+// procParent reads a process's parent pid and command line; what cannot
+// be read is left zero.
 func procParent(pid int) (int, []string) {
+	var proc procfs.FS
 	var ppid int
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-		s := string(b)
-		if i := strings.LastIndexByte(s, ')'); i >= 0 {
-			if f := strings.Fields(s[i+1:]); len(f) > 1 {
-				ppid, _ = strconv.Atoi(f[1])
-			}
-		}
+	if st, err := proc.Stat(pid); err == nil {
+		ppid = st.PPID
 	}
-	var args []string
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil {
-		args = strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) == 1 && args[0] == "" {
-			args = nil
-		}
-	}
-	return ppid, args
+	cmdline, _ := proc.Cmdline(pid)
+	return ppid, cmdline.Args()
 }
 
 func hostTraceInfo() TraceInfo {
