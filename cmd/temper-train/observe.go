@@ -107,9 +107,13 @@ func runObserve(cmd *cobra.Command, f observeFlags, command []string) error {
 	if !f.given() && len(command) == 0 {
 		return usageError{errors.New("no target: give --pid, --cgroup, --pod, or a command after --")}
 	}
+	// Checked here, before a command is started or a snapshot taken, so
+	// a host that cannot trace fails early and clearly; Record is told not
+	// to probe again.
 	if err := observe.CheckTracing(); err != nil {
 		return err
 	}
+	opts.TracingChecked = true
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
