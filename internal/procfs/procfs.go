@@ -156,76 +156,52 @@ func (fsys FS) Cmdline(pid int) (Cmdline, error) {
 }
 
 // Stat reads and parses ROOT/PID/stat.
-func (fsys FS) Stat(pid int) (Stat, error) { return readStat(fsys.Path(pid, "stat")) }
+func (fsys FS) Stat(pid int) (Stat, error) {
+	return readParsed(fsys.Path(pid, "stat"), true, ParseStat)
+}
 
 // TaskStat reads and parses ROOT/PID/task/TID/stat.
 func (fsys FS) TaskStat(pid, tid int) (Stat, error) {
-	return readStat(fsys.TaskPath(pid, tid, "stat"))
-}
-
-func readStat(path string) (Stat, error) {
-	b, err := readFile(path, true)
-	if err != nil {
-		return Stat{}, err
-	}
-	st, err := ParseStat(b)
-	if err != nil {
-		return Stat{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	return st, nil
+	return readParsed(fsys.TaskPath(pid, tid, "stat"), true, ParseStat)
 }
 
 // Status reads and parses ROOT/PID/status.
-func (fsys FS) Status(pid int) (Status, error) { return readStatus(fsys.Path(pid, "status")) }
+func (fsys FS) Status(pid int) (Status, error) {
+	return readParsed(fsys.Path(pid, "status"), true, ParseStatus)
+}
 
 // TaskStatus reads and parses ROOT/PID/task/TID/status.
 func (fsys FS) TaskStatus(pid, tid int) (Status, error) {
-	return readStatus(fsys.TaskPath(pid, tid, "status"))
-}
-
-func readStatus(path string) (Status, error) {
-	b, err := readFile(path, true)
-	if err != nil {
-		return Status{}, err
-	}
-	st, err := ParseStatus(b)
-	if err != nil {
-		return Status{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	return st, nil
+	return readParsed(fsys.TaskPath(pid, tid, "status"), true, ParseStatus)
 }
 
 // Cgroup reads and parses ROOT/PID/cgroup.
-func (fsys FS) Cgroup(pid int) (Cgroups, error) { return readCgroup(fsys.Path(pid, "cgroup")) }
+func (fsys FS) Cgroup(pid int) (Cgroups, error) {
+	return readParsed(fsys.Path(pid, "cgroup"), false, ParseCgroup)
+}
 
 // TaskCgroup reads and parses ROOT/PID/task/TID/cgroup.
 func (fsys FS) TaskCgroup(pid, tid int) (Cgroups, error) {
-	return readCgroup(fsys.TaskPath(pid, tid, "cgroup"))
-}
-
-func readCgroup(path string) (Cgroups, error) {
-	b, err := readFile(path, false)
-	if err != nil {
-		return Cgroups{}, err
-	}
-	cg, err := ParseCgroup(b)
-	if err != nil {
-		return Cgroups{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	return cg, nil
+	return readParsed(fsys.TaskPath(pid, tid, "cgroup"), false, ParseCgroup)
 }
 
 // Schedstat reads and parses ROOT/PID/schedstat (a thread id works too).
 // Kernels built without CONFIG_SCHED_INFO have no such file.
 func (fsys FS) Schedstat(pid int) (Schedstat, error) {
-	path := fsys.Path(pid, "schedstat")
-	b, err := readFile(path, false)
+	return readParsed(fsys.Path(pid, "schedstat"), false, ParseSchedstat)
+}
+
+// readParsed reads one file (see readFile) and parses it; a parse error
+// names the file.
+func readParsed[T any](path string, nonEmpty bool, parse func([]byte) (T, error)) (T, error) {
+	var zero T
+	b, err := readFile(path, nonEmpty)
 	if err != nil {
-		return Schedstat{}, err
+		return zero, err
 	}
-	s, err := ParseSchedstat(b)
+	v, err := parse(b)
 	if err != nil {
-		return Schedstat{}, fmt.Errorf("read %s: %w", path, err)
+		return zero, fmt.Errorf("read %s: %w", path, err)
 	}
-	return s, nil
+	return v, nil
 }
