@@ -127,7 +127,7 @@ func landings(t testing.TB, a *analyze.Analysis, p *profiles.Profile) []int {
 		if th.Kernel {
 			continue
 		}
-		g := c.Group(profiles.Thread{Tid: int(th.Tid), Tgid: int(th.Tgid), Comm: kernelComm(th.Comm), Pcomm: kernelComm(th.Process)})
+		g := c.Group(profiles.Thread{Tid: int(th.Tid), Tgid: int(th.Tgid), Comm: kernelComm(th.Comm), Pcomm: kernelComm(th.Process), Cmdline: th.Cmdline})
 		if g < 0 {
 			t.Fatalf("thread %d %q lands in no group", th.Tid, th.Comm)
 		}

@@ -284,7 +284,7 @@ func checkLayeredEquivalent(t testing.TB, a *analyze.Analysis, p *profiles.Profi
 		if th.Kernel {
 			continue
 		}
-		pt := profiles.Thread{Tid: int(th.Tid), Tgid: int(th.Tgid), Comm: kernelComm(th.Comm), Pcomm: kernelComm(th.Process)}
+		pt := profiles.Thread{Tid: int(th.Tid), Tgid: int(th.Tgid), Comm: kernelComm(th.Comm), Pcomm: kernelComm(th.Process), Cmdline: th.Cmdline}
 		g := c.Group(pt)
 		l, err := layerOfThread(layers, pt)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"temper.codes/temper-train/profiles"
 )
@@ -18,6 +19,7 @@ type draft struct {
 	exclude  []string
 	leader   *bool
 	pcomm    []string
+	cmdline  []string
 	match    func(profiles.Thread) bool
 }
 
@@ -25,7 +27,8 @@ type draft struct {
 // exclude_prefix AND group_leader AND pcomm_prefix, each set only when
 // needed.
 func (d *draft) matcher() profiles.Match {
-	return profiles.Match{CommPrefix: d.prefixes, ExcludePrefix: d.exclude, PcommPrefix: d.pcomm, GroupLeader: d.leader}
+	return profiles.Match{CommPrefix: d.prefixes, ExcludePrefix: d.exclude, PcommPrefix: d.pcomm, GroupLeader: d.leader,
+		CmdlinePrefix: d.cmdline}
 }
 
 // compile builds the draft's matcher with profiles.Compile, so that what is
@@ -52,12 +55,17 @@ func (d *draft) compile() error {
 //     the other (a server whose main thread and workers share one name);
 //  3. the group takes only its threads' processes (pcomm_prefix), when the
 //     caught thread's process has another name;
-//  4. otherwise the two threads' units — threads of one family that are all
-//     group leaders or all not, in processes of one comm — cannot be told
-//     apart by any matcher the analysis gives data for (a comm, a process
-//     comm, leadership: it has no command lines, so the process titles that
-//     tell PostgreSQL's roles apart are not available) and are merged into
-//     the group most of their CPU time wanted; the description says so.
+//  4. the group takes only processes whose command line starts with the
+//     shortest word-boundary prefix of its threads' common command line that
+//     no other group's thread has (cmdline_prefix): the process titles that
+//     tell PostgreSQL's backends ("postgres: app appdb ...") from its
+//     walwriter and checkpointer. Only with command lines (observe's
+//     snapshot); scx_layered cannot export it;
+//  5. otherwise the two threads' units — threads of one family that are all
+//     group leaders or all not, in processes of one comm and command line —
+//     cannot be told apart by any matcher the analysis gives data for and
+//     are merged into the group most of their CPU time wanted; the
+//     description says so.
 //
 // Merging changes membership, so matchers are worked out again from the
 // start; every merge joins two units or settles one, so this ends.
@@ -108,7 +116,7 @@ func (p *plan) separate(drafts []*draft) (bool, error) {
 			if v < 0 {
 				break
 			}
-			if p.excludeVictim(d, v) || p.splitByLeader(d, v) || p.splitByProcess(d, v) {
+			if p.excludeVictim(d, v) || p.splitByLeader(d, v) || p.splitByProcess(d, v) || p.splitByCmdline(d) {
 				continue
 			}
 			return true, p.mergeVictim(d, v)
@@ -184,6 +192,71 @@ func (p *plan) splitByProcess(d *draft, v int) bool {
 	}
 	d.pcomm = list
 	return true
+}
+
+// splitByCmdline restricts d to a command-line prefix its threads share and
+// no other group's thread has: the shortest such prefix that ends at a word
+// boundary of their common prefix, so that a title's changing tail (a
+// backend's "idle" or "COMMIT") is left out. It needs every thread's command
+// line.
+func (p *plan) splitByCmdline(d *draft) bool {
+	if d.cmdline != nil {
+		return false
+	}
+	common := ""
+	for n, i := range d.members {
+		c := p.members[i].seen.Cmdline
+		if c == "" {
+			return false
+		}
+		if n == 0 {
+			common = c
+			continue
+		}
+		common = common[:commonPrefixLen(common, c)]
+	}
+	var cands []string
+	for i := 1; i < len(common); i++ {
+		if common[i] == ' ' && common[i-1] != ' ' {
+			cands = append(cands, common[:i])
+		}
+	}
+	cands = append(cands, strings.TrimRight(common, " "))
+	for _, c := range cands {
+		if c == "" || !utf8.ValidString(c) {
+			continue
+		}
+		if !p.catchesOther(d, c) {
+			d.cmdline = []string{c}
+			return true
+		}
+	}
+	return false
+}
+
+// catchesOther reports whether a thread of another group, one d's other
+// conditions already let through, has a command line starting with prefix.
+func (p *plan) catchesOther(d *draft, prefix string) bool {
+	for i := range p.members {
+		m := &p.members[i]
+		if p.slot(i) != d.slot && d.match(m.seen) && strings.HasPrefix(m.seen.Cmdline, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// commonPrefixLen is the length in bytes of a and b's common prefix, cut
+// back to a UTF-8 character boundary.
+func commonPrefixLen(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	for n > 0 && n < len(a) && !utf8.RuneStart(a[n]) {
+		n--
+	}
+	return n
 }
 
 // mergeVictim merges the victim's unit with the unit of d's thread whose

@@ -67,16 +67,18 @@ type family struct {
 }
 
 // unit is the threads no matcher the analysis gives data for can tell
-// apart: one family, all group leaders or none, one process comm.
+// apart: one family, all group leaders or none, one process comm, one
+// command line.
 type unit struct {
 	family  int
 	members []int
 }
 
 type unitKey struct {
-	family int
-	leader bool
-	pcomm  string
+	family  int
+	leader  bool
+	pcomm   string
+	cmdline string
 }
 
 // plan is the assignment of threads to slots while matchers are worked out.
@@ -117,13 +119,13 @@ func newPlan(a *analyze.Analysis, clusters map[int]*analyze.Cluster) *plan {
 			th:      t,
 			cluster: c,
 			seen: profiles.Thread{Tid: int(t.Tid), Tgid: int(t.Tgid),
-				Comm: kernelComm(t.Comm), Pcomm: kernelComm(t.Process)},
+				Comm: kernelComm(t.Comm), Pcomm: kernelComm(t.Process), Cmdline: t.Cmdline},
 			family:  f,
 			desired: slotOf(c.Class),
 			hot:     t.Features.CPUShare >= HotShare,
 		}
 		m.pcomm = printablePrefix(m.seen.Pcomm, maxComm)
-		k := unitKey{family: f, leader: m.seen.Leader(), pcomm: m.seen.Pcomm}
+		k := unitKey{family: f, leader: m.seen.Leader(), pcomm: m.seen.Pcomm, cmdline: m.seen.Cmdline}
 		u, ok := byUnit[k]
 		if !ok {
 			u = len(p.units)
