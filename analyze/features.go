@@ -103,6 +103,7 @@ func newCollector(smt *smtTracker) *collector {
 	c.sched = observe.NewSched(c.threads)
 	c.sched.OnSlice = c.onSlice
 	c.sched.OnState = c.onState
+	c.sched.SkipRunning = true // onSlice counts the running
 	return c
 }
 

@@ -25,6 +25,9 @@ type Sched struct {
 	OnSlice func(SliceRow)
 	// OnState receives each thread state interval.
 	OnState func(StateRow)
+	// SkipRunning leaves Running intervals out of OnState: a consumer that
+	// takes time on CPU from OnSlice saves a call on every switch.
+	SkipRunning bool
 
 	cpus  []pendingSlice
 	state []threadState // by utid
@@ -283,7 +286,7 @@ func (s *Sched) open(u int, ts int64, state TaskState, cpu, waker int32, irq IRQ
 
 // emitOpen reports the open interval of thread u with length dur.
 func (s *Sched) emitOpen(u int, st *threadState, dur int64) {
-	if s.OnState != nil {
+	if s.OnState != nil && !(s.SkipRunning && st.state == StateRunning) {
 		s.OnState(StateRow{TS: st.ts, Dur: dur, UTID: u, State: st.state, CPU: st.cpu,
 			Waker: int(st.waker), IRQ: st.irq, IOWait: st.io})
 	}

@@ -157,6 +157,32 @@ func compareLogs(t *testing.T, evs []Event, got, want schedLog) {
 	}
 }
 
+// runFastSkipping runs the fast tracker with SkipRunning set.
+func runFastSkipping(evs []Event) []any {
+	var rows []any
+	s := NewSched(NewThreads())
+	s.SkipRunning = true
+	s.OnSlice = func(r SliceRow) { rows = append(rows, r) }
+	s.OnState = func(r StateRow) { rows = append(rows, r) }
+	for i := range evs {
+		s.Add(&evs[i])
+	}
+	s.Finish()
+	return rows
+}
+
+// withoutRunning is rows less the Running state rows.
+func withoutRunning(rows []any) []any {
+	var out []any
+	for _, r := range rows {
+		if st, ok := r.(StateRow); ok && st.State == StateRunning {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
 func TestSchedMatchesReference(t *testing.T) {
 	tests := []struct {
 		name   string
@@ -174,6 +200,9 @@ func TestSchedMatchesReference(t *testing.T) {
 				evs := genEvents(tc.events, rng.IntN)
 				want := runRef(evs)
 				compareLogs(t, evs, runFast(evs), want)
+				if got, want := runFastSkipping(evs), withoutRunning(want.rows); !reflect.DeepEqual(got, want) {
+					t.Fatalf("SkipRunning: %d rows, want the %d that are not Running", len(got), len(want))
+				}
 				rows += len(want.rows)
 			}
 			// The streams must exercise the tracker, not just pass through it.
