@@ -107,6 +107,26 @@ func BenchmarkAnalyzeEvents(b *testing.B) {
 	m.report(b, int64(len(evs)))
 }
 
+// BenchmarkAnalyzeStream measures the streaming part alone: thread states,
+// per-thread features and wake edges over events already decoded, without
+// the decoder, the copy a Reader makes or the per-thread work (clustering)
+// after the stream. What the analysis itself adds to every event.
+func BenchmarkAnalyzeStream(b *testing.B) {
+	var evs []observe.Event
+	synthWorkload(1_000_000, 8, 300, func(ev *observe.Event) { evs = append(evs, *ev) })
+	b.ReportAllocs()
+	m := startMeter(b)
+	for b.Loop() {
+		c := newCollector(nil)
+		for i := range evs {
+			c.add(&evs[i])
+		}
+		c.finish()
+		m.ops++
+	}
+	m.report(b, int64(len(evs)))
+}
+
 // meter measures a benchmark loop per event: wall time, the process's CPU
 // time (user + system, all threads) and heap allocations.
 type meter struct {

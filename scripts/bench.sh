@@ -26,6 +26,7 @@ function an_med(a, n,   s, i, j, t) { for (i = 1; i <= n; i++) s[i] = a[i]; for 
 /^BenchmarkAnalyze\/threads=300[ \t]/  { a3++; a3r[a3] = metric($0, "events/s"); a3c[a3] = metric($0, "events/cpu-s"); a3a[a3] = metric($0, "allocs/event") }
 /^BenchmarkAnalyze\/threads=3000[ \t]/ { a30++; a30r[a30] = metric($0, "events/s"); a30c[a30] = metric($0, "events/cpu-s"); a30a[a30] = metric($0, "allocs/event") }
 /^BenchmarkAnalyzeEvents[ \t]/          { ae++; aer[ae] = metric($0, "events/s"); aec[ae] = metric($0, "events/cpu-s") }
+/^BenchmarkAnalyzeStream[ \t]/          { as++; asr[as] = metric($0, "events/s"); asc[as] = metric($0, "events/cpu-s") }
 /^BenchmarkAnalyzeMemory\/events=500000[ \t]/  { am1 = metric($0, "peak-heap-MiB") }
 /^BenchmarkAnalyzeMemory\/events=5000000[ \t]/ { am10 = metric($0, "peak-heap-MiB") }
 END {
@@ -37,6 +38,7 @@ END {
 	if (a3) printf "analyze, 300 threads   %6.2f M events/s per core  (target 10 M: ratio %.2f; %.2f M per CPU-second)  %.4f allocs/event  (whole analysis of a 1M-event Perfetto trace; medians)\n", an_med(a3r, a3)/1e6, an_med(a3r, a3)/10e6, an_med(a3c, a3)/1e6, an_med(a3a, a3)
 	if (a30) printf "analyze, 3000 threads  %6.2f M events/s per core  (target 10 M: ratio %.2f; %.2f M per CPU-second)  %.4f allocs/event  (clustering grows with threads)\n", an_med(a30r, a30)/1e6, an_med(a30r, a30)/10e6, an_med(a30c, a30)/1e6, an_med(a30a, a30)
 	if (ae) printf "analyze, no decoder    %6.2f M events/s per core  (%.2f M per CPU-second; events already decoded)\n", an_med(aer, ae)/1e6, an_med(aec, ae)/1e6
+	if (as) printf "analyze, stream only   %6.2f M events/s per core  (%.2f M per CPU-second; thread states, features, wake edges: %.1f ns/event)\n", an_med(asr, as)/1e6, an_med(asc, as)/1e6, 1e9/an_med(asc, as)
 	if (am10) printf "analyze peak heap, 10x %6.2f MiB vs %.2f MiB  (ratio %.2f; synthetic: every thread wakes every other, so distinct wake pairs, which memory follows, still grow)\n", am10, am1, am10/am1
 }' "$out"
 rd_ns=$(awk '/^BenchmarkRecordDecode/ { for (i = 2; i <= NF; i++) if ($i == "ns/event") { s += $(i-1); n++ } } END { if (n) printf "%.1f", s / n }' "$out")
