@@ -416,7 +416,8 @@ func (a *Applied) Refresh() error {
 
 // Stats returns the per-layer counters since Apply: the profile's groups in
 // order, then the default layer (threads of the target no group matched,
-// and, in its counters, every thread outside the target).
+// and, in its counters, every thread outside the target). Threads counts
+// the entries of the kernel's tid → layer map.
 func (a *Applied) Stats() ([]scheduler.GroupStats, error) {
 	if err := a.ejected(); err != nil {
 		return nil, err
@@ -426,9 +427,18 @@ func (a *Applied) Stats() ([]scheduler.GroupStats, error) {
 	if a.done {
 		return nil, errors.New("sched_ext backend: stats after revert")
 	}
+	// Thread counts as the kernel's map holds them, not as we meant to
+	// write them.
 	count := make([]int, len(a.cfg.Layers))
-	for _, l := range a.assigned {
-		count[l]++
+	var tid, layer uint32
+	it := a.coll.Maps[bpf.SchedulerMapTaskLayers].Iterate()
+	for it.Next(&tid, &layer) {
+		if int(layer) < len(count) {
+			count[layer]++
+		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("sched_ext backend: read task_layers: %w", err)
 	}
 	out := make([]scheduler.GroupStats, len(a.cfg.Layers))
 	m := a.coll.Maps[bpf.SchedulerMapStats]
