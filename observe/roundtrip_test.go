@@ -161,6 +161,8 @@ func TestRoundTripGolden(t *testing.T) {
 // machine, and Perfetto's own test traces) and checks every event survives.
 func TestRoundTripRealTraces(t *testing.T) {
 	paths, _ := filepath.Glob(filepath.Join("..", "testdata", "traces", "*"))
+	servers, _ := filepath.Glob(filepath.Join("..", "testdata", "traces", "servers", "*", "trace.*"))
+	paths = append(paths, servers...)
 	if d := conformanceDirOrEmpty(); d != "" {
 		more, _ := filepath.Glob(filepath.Join(d, "*", "trace.*"))
 		for _, p := range more {
@@ -171,7 +173,7 @@ func TestRoundTripRealTraces(t *testing.T) {
 	}
 	n := 0
 	for _, p := range paths {
-		if strings.HasSuffix(p, ".json") {
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() || strings.HasSuffix(p, ".json") {
 			continue
 		}
 		n++
