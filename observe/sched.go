@@ -234,7 +234,7 @@ func (s *Sched) switchEvent(ev *Event) {
 			s.OnSlice(r)
 		}
 	}
-	*p = pendingSlice{ts: ev.TS, utid: int32(next), tid: ev.Tid, prio: ev.Prio, valid: true}
+	p.ts, p.utid, p.tid, p.prio, p.valid = ev.TS, int32(next), ev.Tid, ev.Prio, true
 
 	if prev != 0 {
 		st := &s.state[prev]
