@@ -1,7 +1,7 @@
 # temper-train — build, test, benchmark.
 #
-#   make demo       set up what is missing, build, trace the built-in demo workload
-#                   and analyze the trace (root: the tracer loads BPF)
+#   make demo       set up what is missing, build, trace the built-in demo workload,
+#                   analyze it, synthesize a profile and lint it (root: BPF)
 #   make test       vet + all tests (BPF/tracefs tests need root) + a short fuzz run
 #   make fuzz       longer fuzz runs (FUZZTIME per target, default 2m)
 #   make bench      decode benchmarks with ratios against their targets
@@ -35,8 +35,10 @@ demo: setup build
 	@[ "$$(id -u)" -eq 0 ] || { echo "make demo traces with BPF and needs root: sudo make demo" >&2; exit 1; }
 	gcc -O2 -Wall -pthread -o bin/workload testdata/workload/workload.c
 	$(BIN) observe --duration 5s --out $(DEMO) -- bin/workload --dir bin
-	$(BIN) analyze --snapshot $(DEMO)/snapshot.json --json $(DEMO)/analysis.json --dot $(DEMO)/wake-graph.dot $(DEMO)/trace.pftrace
-	@echo "$(DEMO)/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/analysis.json and wake-graph.dot hold the analysis"
+	$(BIN) analyze --snapshot $(DEMO)/snapshot.json --json $(DEMO)/analysis.json --dot $(DEMO)/wake-graph.dot --plot $(DEMO)/plots $(DEMO)/trace.pftrace
+	$(BIN) synthesize $(DEMO)/analysis.json --id demo-workload --snapshot $(DEMO)/snapshot.json --out $(DEMO)/profiles
+	$(BIN) lint $(DEMO)/profiles/demo-workload/*.toml
+	@echo "$(DEMO)/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/analysis.json, wake-graph.dot and plots/ hold the analysis; $(DEMO)/profiles the synthesized profile"
 
 test:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
