@@ -80,6 +80,7 @@ expected=(
 	go/TestVMEjectionReported
 	go/TestVMKfuncWorkaround
 	go/TestVMYieldNotStarved
+	go/TestVMContextCancelDetaches
 	e2e/unknown-matcher
 	e2e/apply-enabled
 	e2e/layers

@@ -98,7 +98,9 @@ type Applied struct {
 	assigned map[uint32]uint32 // tid → layer, as written to task_layers
 	done     bool              // reverted
 	exit     *ExitInfo         // read after the scheduler was disabled
-	revErr   error
+
+	revertOnce sync.Once
+	revErr     error
 
 	stop    chan struct{}
 	stopped chan struct{}
@@ -502,14 +504,15 @@ func (a *Applied) ExitInfo() (ExitInfo, bool) {
 // Revert detaches the scheduler (every thread returns to the fair class),
 // waits for sched_ext to report disabled and reads the exit info. It
 // returns an *EjectedError if the kernel had disabled the scheduler before
-// we asked. It is idempotent.
+// we asked. It is idempotent, and concurrent calls (the context's watchdog
+// and the owner) all return once the one revert has finished.
 func (a *Applied) Revert() error {
+	a.revertOnce.Do(func() { a.revErr = a.revert() })
+	return a.revErr
+}
+
+func (a *Applied) revert() error {
 	a.mu.Lock()
-	if a.done {
-		err := a.revErr
-		a.mu.Unlock()
-		return err
-	}
 	a.done = true
 	a.mu.Unlock()
 
@@ -535,9 +538,5 @@ func (a *Applied) Revert() error {
 	}
 	a.mu.Unlock()
 	a.coll.Close()
-
-	a.mu.Lock()
-	a.revErr = errors.Join(errs...)
-	a.mu.Unlock()
-	return a.revErr
+	return errors.Join(errs...)
 }

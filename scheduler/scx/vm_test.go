@@ -79,14 +79,18 @@ func startWorkload(t *testing.T) *workload {
 		t.Fatalf("start workload: %v", err)
 	}
 	w := &workload{cmd: cmd, pid: cmd.Process.Pid, threads: map[int]string{}}
+	began := time.Now()
 	t.Cleanup(func() {
+		start := time.Now()
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
+		t.Logf("workload %d stopped in %v", w.pid, time.Since(start).Round(time.Millisecond))
 	})
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) == 1 && f[0] == "ready" {
+			t.Logf("workload %d ready in %v", w.pid, time.Since(began).Round(time.Millisecond))
 			go func() {
 				for sc.Scan() {
 				}
@@ -603,7 +607,12 @@ func TestVMYieldNotStarved(t *testing.T) {
 		if err := spin.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { spin.Process.Kill(); spin.Wait() })
+		t.Cleanup(func() {
+			start := time.Now()
+			spin.Process.Kill()
+			spin.Wait()
+			t.Logf("spinner stopped in %v", time.Since(start).Round(time.Millisecond))
+		})
 	}
 	yieldRuntime := func() uint64 {
 		st, err := a.Stats()
@@ -634,4 +643,32 @@ func TestVMYieldNotStarved(t *testing.T) {
 		t.Errorf("revert: %v", err)
 	}
 	t.Logf("detached under saturation in %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestVMContextCancelDetaches: cancelling Apply's context detaches the
+// scheduler without a Revert call; a later Revert reports the clean detach.
+func TestVMContextCancelDetaches(t *testing.T) {
+	b := needSchedExt(t)
+	w := startWorkload(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	app, err := b.Apply(ctx, vmPlan(t, &targets{pids: []int{w.pid}}))
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	cancel()
+	deadline := time.Now().Add(30 * time.Second)
+	for state(t) != "disabled" {
+		if time.Now().After(deadline) {
+			app.Revert()
+			t.Fatalf("state %q 30 s after cancelling the context", state(t))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := app.Revert(); err != nil {
+		t.Errorf("revert after cancel: %v", err)
+	}
+	if info, ok := app.(*Applied).ExitInfo(); !ok || info.Kind != 64 {
+		t.Errorf("exit info %v (%v), want UNREG", info, ok)
+	}
 }
