@@ -39,7 +39,7 @@ END {
 	if (a30) printf "analyze, 3000 threads  %6.2f M events/s per core  (target 10 M: ratio %.2f; %.2f M per CPU-second)  %.4f allocs/event  (clustering grows with threads)\n", an_med(a30r, a30)/1e6, an_med(a30r, a30)/10e6, an_med(a30c, a30)/1e6, an_med(a30a, a30)
 	if (ae) printf "analyze, no decoder    %6.2f M events/s per core  (%.2f M per CPU-second; events already decoded)\n", an_med(aer, ae)/1e6, an_med(aec, ae)/1e6
 	if (as) printf "analyze, stream only   %6.2f M events/s per core  (%.2f M per CPU-second; thread states, features, wake edges: %.1f ns/event)\n", an_med(asr, as)/1e6, an_med(asc, as)/1e6, 1e9/an_med(asc, as)
-	if (am10) printf "analyze peak heap, 10x %6.2f MiB vs %.2f MiB  (ratio %.2f; synthetic: every thread wakes every other, so distinct wake pairs, which memory follows, still grow)\n", am10, am1, am10/am1
+	if (am10) printf "analyze peak heap, 10x %6.2f MiB vs %.2f MiB  (ratio %.2f; 1.0 = flat; live heap of the whole process, the goroutine generating the trace included)\n", am10, am1, am10/am1
 }' "$out"
 rd_ns=$(awk '/^BenchmarkRecordDecode/ { for (i = 2; i <= NF; i++) if ($i == "ns/event") { s += $(i-1); n++ } } END { if (n) printf "%.1f", s / n }' "$out")
 RECORD_DECODE_NS=$rd_ns scripts/bench-tracer.sh
