@@ -143,7 +143,7 @@ func FuzzParseStat(f *testing.F) {
 		if st.Comm != s[open+1:end] {
 			t.Fatalf("comm %q, want %q", st.Comm, s[open+1:end])
 		}
-		if rest := strings.Fields(s[end+1:]); len(rest) < 39 || rest[0] != string(st.State) {
+		if rest := strings.Fields(s[end+1:]); len(rest) < 39 || rest[0] != string([]byte{st.State}) {
 			t.Fatalf("accepted %q: state %q, fields after comm %q", s, st.State, rest)
 		}
 	})
