@@ -21,6 +21,7 @@ declare -A need=(
 	[perf]=linux-perf              # make bench: the perf sched record anchor
 	[qemu-system-x86_64]=qemu-system-x86 # make vmtest: the sched_ext kernel's VM
 	[cpio]=cpio                    # make vmtest: its initramfs
+	[/usr/bin/time]=time           # make bench: peak RSS of analyze and perf
 )
 missing=()
 for cmd in "${!need[@]}"; do
