@@ -18,8 +18,8 @@ awk '
 function metric(line, unit,   i, n, f) { n = split(line, f, /[ \t]+/); for (i = 2; i <= n; i++) if (f[i] == unit) return f[i-1]; return "" }
 /^BenchmarkDecodeCompactSched/ { cs_n++; cs += metric($0, "events/s"); cs_a += metric($0, "allocs/op"); cs_b = metric($0, "bytes/event") }
 /^BenchmarkDecodeFtraceText/   { tx_n++; tx += metric($0, "events/s") }
-/^BenchmarkDecodeMemory\/events=500000/  { m1 = metric($0, "peak-heap-MiB") }
-/^BenchmarkDecodeMemory\/events=5000000/ { m10 = metric($0, "peak-heap-MiB") }
+/^BenchmarkDecodeMemory\/events=500000[^0-9]/  { m1 = metric($0, "peak-heap-MiB") }
+/^BenchmarkDecodeMemory\/events=5000000[^0-9]/ { m10 = metric($0, "peak-heap-MiB") }
 /^BenchmarkRecordDecode/ { rd_n++; rd += metric($0, "ns/event"); rd_a += metric($0, "allocs/event"); rd_b = metric($0, "bytes/event") }
 # analyze: medians, the machine being shared (an_med sorts a copy)
 function an_med(a, n,   s, i, j, t) { for (i = 1; i <= n; i++) s[i] = a[i]; for (i = 2; i <= n; i++) { t = s[i]; for (j = i - 1; j >= 1 && s[j] > t; j--) s[j + 1] = s[j]; s[j + 1] = t }; return n % 2 ? s[(n + 1) / 2] : (s[n / 2] + s[n / 2 + 1]) / 2 }
