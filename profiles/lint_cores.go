@@ -56,7 +56,7 @@ func fitExclusive(p *Profile, cores int) []bool {
 func Demote(p *Profile, shape Shape) (*Profile, []string) {
 	q := *p
 	q.ThreadGroups = append([]ThreadGroup(nil), p.ThreadGroups...)
-	cores := shape.cores()
+	cores := shape.CoreCount()
 	if cores == 0 {
 		return &q, nil
 	}
@@ -78,7 +78,7 @@ func Demote(p *Profile, shape Shape) (*Profile, []string) {
 // cores checks exclusive sizing and fit, then SMT stacking for every group.
 func (l *linter) cores() {
 	gs := l.p.ThreadGroups
-	cores := l.shape.cores()
+	cores := l.shape.CoreCount()
 	fits := fitExclusive(l.p, cores)
 	taken, exclusiveHot := 0, 0
 	for i := range gs {
@@ -191,7 +191,7 @@ func hotThreads(g *ThreadGroup) int {
 // after the exclusive groups; exclusiveHot the hot threads the exclusive
 // groups account for.
 func (l *linter) smt(shared, exclusiveHot int) {
-	tpc := l.shape.threadsPerCore()
+	tpc := l.shape.SMTWidth()
 	sharedHot := 0
 	for i := range l.p.ThreadGroups {
 		g := &l.p.ThreadGroups[i]

@@ -106,9 +106,9 @@ func (s Shape) Matches(machine Shape) bool {
 		eq(s.ThreadsPerCore, machine.ThreadsPerCore) && eq(s.NUMANodes, machine.NUMANodes)
 }
 
-// threadsPerCore is the shape's SMT width, derived from CPUs and cores when
-// not given; 0 when unknown.
-func (s Shape) threadsPerCore() int {
+// SMTWidth is the shape's hardware threads per core, derived from CPUs and
+// cores when not given; 0 when unknown.
+func (s Shape) SMTWidth() int {
 	switch {
 	case s.ThreadsPerCore > 0:
 		return s.ThreadsPerCore
@@ -118,9 +118,9 @@ func (s Shape) threadsPerCore() int {
 	return 0
 }
 
-// cores is the shape's physical core count, derived from CPUs and SMT width
-// when not given; 0 when unknown.
-func (s Shape) cores() int {
+// CoreCount is the shape's physical core count, derived from CPUs and SMT
+// width when not given; 0 when unknown.
+func (s Shape) CoreCount() int {
 	switch {
 	case s.Cores > 0:
 		return s.Cores

@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"strings"
 
 	"temper.codes/temper-train/analyze"
+	"temper.codes/temper-train/internal/jsonerr"
 )
 
 // LoadAnalysis reads the analysis JSON that `temper-train analyze --json`
@@ -39,7 +39,7 @@ func ReadAnalysis(data []byte) (*analyze.Analysis, error) {
 		Schema *string `json:"schema"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
-		return nil, jsonError(err, data)
+		return nil, jsonerr.Decode(err, data, "an analysis")
 	}
 	switch {
 	case head.Schema == nil:
@@ -49,27 +49,9 @@ func ReadAnalysis(data []byte) (*analyze.Analysis, error) {
 	}
 	var a analyze.Analysis
 	if err := json.Unmarshal(data, &a); err != nil {
-		return nil, jsonError(err, data)
+		return nil, jsonerr.Decode(err, data, "an analysis")
 	}
 	return &a, nil
-}
-
-// jsonError turns a decoding error into one line that says where and why.
-func jsonError(err error, data []byte) error {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF) || err.Error() == "unexpected end of JSON input":
-		return fmt.Errorf("truncated JSON: input ends after %d bytes", len(data))
-	case errors.As(err, &syn):
-		return fmt.Errorf("invalid JSON at byte %d: %v", syn.Offset, err)
-	case errors.As(err, &typ):
-		if typ.Field == "" {
-			return fmt.Errorf("not an analysis: top-level JSON %s, want an object", typ.Value)
-		}
-		return fmt.Errorf("field %s: JSON %s where %s is expected", typ.Field, typ.Value, typ.Type)
-	}
-	return fmt.Errorf("decode: %s", oneLine(err.Error()))
 }
 
 // Classes of analyze's clusters, as the analysis names them.

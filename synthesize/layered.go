@@ -182,7 +182,7 @@ func layerOf(p *profiles.Profile, g *profiles.ThreadGroup) (layerSpec, error) {
 		l.Kind.Open = &c
 		return l, nil
 	}
-	tpc := threadsPerCore(p.MachineShape)
+	tpc := p.MachineShape.SMTWidth()
 	switch {
 	case g.ExclusiveCores <= 0:
 		return l, fmt.Errorf("exclusive without exclusive_cores")
@@ -195,18 +195,6 @@ func layerOf(p *profiles.Profile, g *profiles.ThreadGroup) (layerSpec, error) {
 	l.Kind.Confined = &layerConfined{UtilRange: [2]float64{0, 1}, CPUsRange: [2]int{n, n}, layerCommon: c}
 	l.Comment += fmt.Sprintf(", %d whole core%s (%d CPUs, siblings idle)", g.ExclusiveCores, plural(g.ExclusiveCores), n)
 	return l, nil
-}
-
-// threadsPerCore is the shape's SMT width, derived from logical CPUs and
-// cores when not given; 0 when unknown.
-func threadsPerCore(s profiles.Shape) int {
-	switch {
-	case s.ThreadsPerCore > 0:
-		return s.ThreadsPerCore
-	case s.LogicalCPUs > 0 && s.Cores > 0 && s.LogicalCPUs%s.Cores == 0:
-		return s.LogicalCPUs / s.Cores
-	}
-	return 0
 }
 
 // layerSpec is one element of scx_layered's JSON array (its LayerSpec).

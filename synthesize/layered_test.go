@@ -181,7 +181,7 @@ func validateLayered(data []byte, shape profiles.Shape) ([]vLayer, error) {
 		}
 		layers = append(layers, v)
 	}
-	if tpc := threadsPerCore(shape); exclusiveCPUs > 0 && shape.LogicalCPUs > 0 && exclusiveCPUs > shape.LogicalCPUs-tpc {
+	if tpc := shape.SMTWidth(); exclusiveCPUs > 0 && shape.LogicalCPUs > 0 && exclusiveCPUs > shape.LogicalCPUs-tpc {
 		return nil, fmt.Errorf("exclusive layers take %d of %d CPUs: no core left shared", exclusiveCPUs, shape.LogicalCPUs)
 	}
 	return layers, nil

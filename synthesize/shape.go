@@ -20,19 +20,6 @@ type shapeChoice struct {
 	logicalOnly bool
 }
 
-// cores is the shape's physical core count, derived from logical CPUs and
-// SMT width when not given; 0 when unknown.
-func (c shapeChoice) cores() int {
-	s := c.shape
-	switch {
-	case s.Cores > 0:
-		return s.Cores
-	case s.LogicalCPUs > 0 && s.ThreadsPerCore > 0:
-		return s.LogicalCPUs / s.ThreadsPerCore
-	}
-	return 0
-}
-
 // ShapeOf reads a machine shape from a snapshot's CPU topology: online
 // logical CPUs, physical cores, threads per core when every core has the
 // same number (a hybrid CPU with SMT and non-SMT cores leaves it unset), and
@@ -81,7 +68,7 @@ func chooseShape(a *analyze.Analysis, opt Options) (shapeChoice, error) {
 			return c, errors.New("--shape any: a synthesized profile is keyed to the machine it was measured on; give its shape, e.g. --shape 8cpu-4c-smt2")
 		}
 		c = shapeChoice{shape: *opt.Shape, source: "--shape " + opt.Shape.Key()}
-		if c.cores() == 0 {
+		if c.shape.CoreCount() == 0 {
 			c.logicalOnly = true
 		}
 	case a.Trace.NumCPUs > 0:

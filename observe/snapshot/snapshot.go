@@ -40,6 +40,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"temper.codes/temper-train/internal/atomicfile"
+	"temper.codes/temper-train/internal/jsonerr"
 	"temper.codes/temper-train/internal/mountinfo"
 )
 
@@ -523,7 +524,7 @@ func Read(r io.Reader) (*Snapshot, error) {
 		Schema *string `json:"schema"`
 	}
 	if err := json.Unmarshal(data, &head); err != nil {
-		return nil, jsonError(err, data)
+		return nil, jsonerr.Decode(err, data, "a snapshot")
 	}
 	if head.Schema == nil {
 		return nil, fmt.Errorf("no \"schema\" field: not a temper-train snapshot (want %q)", Schema)
@@ -533,30 +534,12 @@ func Read(r io.Reader) (*Snapshot, error) {
 	}
 	var s Snapshot
 	if err := json.Unmarshal(data, &s); err != nil {
-		return nil, jsonError(err, data)
+		return nil, jsonerr.Decode(err, data, "a snapshot")
 	}
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
 	return &s, nil
-}
-
-// jsonError turns a decoding error into one that says where and why.
-func jsonError(err error, data []byte) error {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	switch {
-	case errors.Is(err, io.ErrUnexpectedEOF) || err.Error() == "unexpected end of JSON input":
-		return fmt.Errorf("truncated JSON: input ends after %d bytes", len(data))
-	case errors.As(err, &syn):
-		return fmt.Errorf("invalid JSON at byte %d: %w", syn.Offset, err)
-	case errors.As(err, &typ):
-		if typ.Field == "" {
-			return fmt.Errorf("not a snapshot: top-level JSON %s, want an object", typ.Value)
-		}
-		return fmt.Errorf("field %s: JSON %s where %s is expected", typ.Field, typ.Value, typ.Type)
-	}
-	return fmt.Errorf("decode: %w", err)
 }
 
 // validate checks what analyze relies on without re-checking every field.
