@@ -187,10 +187,13 @@ func (p *plan) notes(groups []*group) []string {
 			continue
 		}
 		var names, wanted []string
-		moved := false
+		moved, noCmdline := false, false
 		for u := range p.units {
 			if p.find(u) != r {
 				continue
+			}
+			for _, i := range p.units[u].members {
+				noCmdline = noCmdline || p.members[i].seen.Cmdline == ""
 			}
 			if n := display(p.families[p.units[u].family].name); !slices.Contains(names, n) {
 				names = append(names, n)
@@ -211,8 +214,12 @@ func (p *plan) notes(groups []*group) []string {
 		}
 		slices.Sort(wanted)
 		slices.Sort(names)
-		out = append(out, fmt.Sprintf("famil%s %s: threads that wanted groups %s cannot be told apart by comm prefix, leadership or process comm (the analysis has no command lines): all are in group %s",
-			map[bool]string{true: "ies", false: "y"}[len(names) > 1], strings.Join(names, ", "), strings.Join(slices.Compact(wanted), ", "), slotNames[p.target[r]]))
+		why := "comm prefix, leadership, process comm or command line"
+		if noCmdline {
+			why = "comm prefix, leadership or process comm (the analysis has no command lines for them: analyze with observe's snapshot)"
+		}
+		out = append(out, fmt.Sprintf("famil%s %s: threads that wanted groups %s cannot be told apart by %s: all are in group %s",
+			map[bool]string{true: "ies", false: "y"}[len(names) > 1], strings.Join(names, ", "), strings.Join(slices.Compact(wanted), ", "), why, slotNames[p.target[r]]))
 	}
 	for i := range p.members {
 		m := &p.members[i]

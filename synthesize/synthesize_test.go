@@ -173,7 +173,7 @@ func TestSynthesize(t *testing.T) {
 				th{tid: 13, tgid: 13, comm: "postgres", cluster: 3}),
 			opt:     Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
 			want:    []string{"latency-critical latency comm=postgres", "rest yield all"},
-			warning: "family postgres: threads that wanted groups io-chain, latency-critical, rest cannot be told apart by comm prefix, leadership or process comm (the analysis has no command lines): all are in group latency-critical",
+			warning: "family postgres: threads that wanted groups io-chain, latency-critical, rest cannot be told apart by comm prefix, leadership or process comm (the analysis has no command lines for them: analyze with observe's snapshot): all are in group latency-critical",
 			desc:    "cannot be told apart",
 		},
 		{
