@@ -28,11 +28,15 @@ type PerfettoReader struct {
 	merge *merger
 	eof   bool
 
-	cpus    []cpuCursor // per CPU: who is running, for compact_sched's implicit fields
-	layout  *stateLayout
-	lastTS  int64   // newest packet timestamp, for packets that carry none
-	scratch []Event // one bundle's events before they enter the merger
-	crop    cropState
+	cpus   []cpuCursor // per CPU: who is running, for compact_sched's implicit fields
+	layout *stateLayout
+	lastTS int64 // newest packet timestamp, for packets that carry none
+	crop   cropState
+
+	fast   packetDecoder     // ftrace bundle packets without the generated code
+	cols   bundleCols        // a bundle decoded by the generated code, viewed as columns
+	comms  map[string]string // intern table entries seen so far, as strings
+	intern []string          // the current bundle's intern table
 }
 
 // cpuCursor is what a compact_sched stream leaves implicit for one CPU: the
@@ -151,6 +155,12 @@ func (r *PerfettoReader) readPacket() error {
 	if err != nil {
 		return r.errorf(start, ErrTruncated, "packet of %d bytes has only %d", size, n)
 	}
+	if r.fast.decode(r.buf) {
+		if r.fast.hasTS && int64(r.fast.ts) > r.lastTS {
+			r.lastTS = int64(r.fast.ts)
+		}
+		return r.handleBundle(start, &r.fast.bundle)
+	}
 	if err := r.unm.Unmarshal(r.buf, &r.pkt); err != nil {
 		return r.errorf(start, ErrCorrupt, "packet: %v", err)
 	}
@@ -191,7 +201,8 @@ func (r *PerfettoReader) handlePacket(off int64, p *pb.TracePacket) error {
 	}
 	switch d := p.Data.(type) {
 	case *pb.TracePacket_FtraceEvents:
-		return r.handleBundle(off, d.FtraceEvents)
+		r.cols.fromPB(d.FtraceEvents)
+		return r.handleBundle(off, &r.cols)
 	case *pb.TracePacket_SystemInfo:
 		r.handleSystemInfo(d.SystemInfo)
 	case *pb.TracePacket_ProcessTree:
@@ -265,42 +276,32 @@ func (r *PerfettoReader) handleGenericState(p *pb.TracePacket, g *pb.GenericKern
 // handleBundle turns one CPU's bundle into events: compact switches and
 // wakings and full events, merged by timestamp, with compact_sched's implicit
 // fields filled from the CPU's cursor.
-func (r *PerfettoReader) handleBundle(off int64, b *pb.FtraceEventBundle) error {
-	cpu := int32(b.Cpu)
-	if b.Cpu > 1<<16 {
-		return r.errorf(off, ErrCorrupt, "ftrace bundle for cpu %d", b.Cpu)
+func (r *PerfettoReader) handleBundle(off int64, b *bundleCols) error {
+	cpu := int32(b.cpu)
+	if b.cpu > 1<<16 {
+		return r.errorf(off, ErrCorrupt, "ftrace bundle for cpu %d", b.cpu)
 	}
 	for int(cpu) >= len(r.cpus) {
 		r.cpus = append(r.cpus, cpuCursor{})
 	}
-	if b.LostEvents {
+	if b.lost {
 		if r.stats.LostGaps == nil {
 			r.stats.LostGaps = map[int32]int64{}
 		}
 		r.stats.LostGaps[cpu]++
 	}
-	cs := b.CompactSched
-	var intern []string
-	var sw, wk int // lengths of the compact switch and waking columns
-	if cs != nil {
-		intern = make([]string, len(cs.InternTable))
-		for i, s := range cs.InternTable {
-			intern[i] = string(s)
-		}
-		sw = len(cs.SwitchTimestamp)
-		if len(cs.SwitchPrevState) != sw || len(cs.SwitchNextPid) != sw ||
-			len(cs.SwitchNextPrio) != sw || len(cs.SwitchNextCommIndex) != sw {
-			return r.errorf(off, ErrCorrupt, "compact_sched switch columns of unequal length on cpu %d", cpu)
-		}
-		wk = len(cs.WakingTimestamp)
-		if len(cs.WakingPid) != wk || len(cs.WakingTargetCpu) != wk ||
-			len(cs.WakingPrio) != wk || len(cs.WakingCommIndex) != wk {
-			return r.errorf(off, ErrCorrupt, "compact_sched waking columns of unequal length on cpu %d", cpu)
-		}
+	sw := len(b.swTS) // lengths of the compact switch and waking columns
+	if len(b.swState) != sw || len(b.swPid) != sw || len(b.swPrio) != sw || len(b.swComm) != sw {
+		return r.errorf(off, ErrCorrupt, "compact_sched switch columns of unequal length on cpu %d", cpu)
 	}
+	wk := len(b.wkTS)
+	if len(b.wkPid) != wk || len(b.wkCPU) != wk || len(b.wkPrio) != wk || len(b.wkComm) != wk {
+		return r.errorf(off, ErrCorrupt, "compact_sched waking columns of unequal length on cpu %d", cpu)
+	}
+	intern := r.internTable(b.intern)
 	r.crop.firstBundle(cpu, b)
 	cur := &r.cpus[cpu]
-	full := b.Event
+	full := b.full
 	var swTS, wkTS uint64
 	i, j, k := 0, 0, 0
 	// Peek the next timestamp of each column without consuming it.
@@ -308,13 +309,13 @@ func (r *PerfettoReader) handleBundle(off int64, b *pb.FtraceEventBundle) error 
 		if i >= sw {
 			return 0, false
 		}
-		return int64(swTS + cs.SwitchTimestamp[i]), true
+		return int64(swTS + b.swTS[i]), true
 	}
 	nextWk := func() (int64, bool) {
 		if j >= wk {
 			return 0, false
 		}
-		return int64(wkTS + cs.WakingTimestamp[j]), true
+		return int64(wkTS + b.wkTS[j]), true
 	}
 	for i < sw || j < wk || k < len(full) {
 		// Ties go full events first, then switches, then wakings.
@@ -333,16 +334,16 @@ func (r *PerfettoReader) handleBundle(off int64, b *pb.FtraceEventBundle) error 
 		keep := true
 		switch which {
 		case 1:
-			swTS += cs.SwitchTimestamp[i]
-			ci := cs.SwitchNextCommIndex[i]
+			swTS += b.swTS[i]
+			ci := b.swComm[i]
 			if int(ci) >= len(intern) {
 				r.merge.unslot(cpu)
 				return r.errorf(off, ErrCorrupt, "compact_sched comm index %d beyond intern table of %d", ci, len(intern))
 			}
 			*ev = Event{TS: best, Kind: KindSwitch, CPU: cpu,
 				Pid: cur.tid, PrevTid: cur.tid, PrevComm: cur.comm, PrevPrio: cur.prio,
-				PrevState: r.layout.decode(cs.SwitchPrevState[i]),
-				Tid:       cs.SwitchNextPid[i], Comm: intern[ci], Prio: cs.SwitchNextPrio[i]}
+				PrevState: r.layout.decode(b.swState[i]),
+				Tid:       b.swPid[i], Comm: intern[ci], Prio: b.swPrio[i]}
 			i++
 			if !cur.known {
 				// Nothing says who was switched out: like trace_processor, only
@@ -352,17 +353,17 @@ func (r *PerfettoReader) handleBundle(off int64, b *pb.FtraceEventBundle) error 
 				keep = false
 			}
 		case 2:
-			wkTS += cs.WakingTimestamp[j]
-			ci := cs.WakingCommIndex[j]
+			wkTS += b.wkTS[j]
+			ci := b.wkComm[j]
 			if int(ci) >= len(intern) {
 				r.merge.unslot(cpu)
 				return r.errorf(off, ErrCorrupt, "compact_sched comm index %d beyond intern table of %d", ci, len(intern))
 			}
 			*ev = Event{TS: best, Kind: KindWaking, CPU: cpu, Pid: cur.tid,
-				Tid: cs.WakingPid[j], Comm: intern[ci], Prio: cs.WakingPrio[j],
-				TargetCPU: cs.WakingTargetCpu[j]}
-			if j < len(cs.WakingCommonFlags) {
-				ev.IRQ = irqFromFlags(cs.WakingCommonFlags[j])
+				Tid: b.wkPid[j], Comm: intern[ci], Prio: b.wkPrio[j],
+				TargetCPU: b.wkCPU[j]}
+			if j < len(b.wkFlags) {
+				ev.IRQ = irqFromFlags(b.wkFlags[j])
 			}
 			j++
 			if !cur.known {
@@ -383,6 +384,24 @@ func (r *PerfettoReader) handleBundle(off int64, b *pb.FtraceEventBundle) error 
 		r.merge.pushed(cpu)
 	}
 	return nil
+}
+
+// internTable turns a bundle's intern table into strings, each distinct comm
+// allocated once per trace rather than once per bundle.
+func (r *PerfettoReader) internTable(tab [][]byte) []string {
+	if r.comms == nil {
+		r.comms = map[string]string{}
+	}
+	r.intern = r.intern[:0]
+	for _, b := range tab {
+		s, ok := r.comms[string(b)]
+		if !ok {
+			s = string(b)
+			r.comms[s] = s
+		}
+		r.intern = append(r.intern, s)
+	}
+	return r.intern
 }
 
 // fullEvent converts one FtraceEvent; it reports false for events the model
@@ -451,7 +470,7 @@ type cropState struct {
 	dropped   int64
 }
 
-func (c *cropState) firstBundle(cpu int32, b *pb.FtraceEventBundle) {
+func (c *cropState) firstBundle(cpu int32, b *bundleCols) {
 	for int(cpu) >= len(c.seen) {
 		c.seen = append(c.seen, false)
 	}
@@ -459,9 +478,9 @@ func (c *cropState) firstBundle(cpu int32, b *pb.FtraceEventBundle) {
 		return
 	}
 	c.seen[cpu] = true
-	start := b.PreviousBundleEndTimestamp
+	start := b.prevEnd
 	if start == nil {
-		start = b.LastReadEventTimestamp
+		start = b.lastRead
 	}
 	if start != nil && int64(*start) > c.threshold {
 		c.threshold = int64(*start)
