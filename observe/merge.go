@@ -24,31 +24,44 @@ type merger struct {
 	eof      bool
 }
 
+// eventQueue is one CPU's FIFO: a ring buffer whose capacity is a power of
+// two, grown by doubling when full and never compacted, so an event is copied
+// once in and once out however long it waits and the memory held follows the
+// longest the queue has been, not the length of the trace.
 type eventQueue struct {
-	buf  []Event
-	head int
+	buf  []Event // len(buf) is the capacity, a power of two (or 0)
+	head int     // index of the oldest event
+	n    int     // events queued
 	seen bool
 }
 
-func (q *eventQueue) len() int { return len(q.buf) - q.head }
+func (q *eventQueue) len() int { return q.n }
+
+// at returns the i-th queued event, 0 being the oldest.
+func (q *eventQueue) at(i int) *Event { return &q.buf[(q.head+i)&(len(q.buf)-1)] }
 
 // slot appends a zero event to the queue and returns it to be filled in place.
 func (q *eventQueue) slot() *Event {
-	if q.head > 0 && q.head == len(q.buf) {
-		q.buf, q.head = q.buf[:0], 0
-	} else if q.head > 1024 && q.head*2 > len(q.buf) {
-		n := copy(q.buf, q.buf[q.head:])
-		clear(q.buf[n:])
-		q.buf, q.head = q.buf[:n], 0
+	if q.n == len(q.buf) {
+		buf := make([]Event, max(64, 2*len(q.buf)))
+		if q.n > 0 {
+			k := copy(buf, q.buf[q.head:])
+			copy(buf[k:], q.buf[:q.head])
+		}
+		q.buf, q.head = buf, 0
 	}
-	if len(q.buf) < cap(q.buf) {
-		q.buf = q.buf[:len(q.buf)+1]
-		ev := &q.buf[len(q.buf)-1]
-		*ev = Event{}
-		return ev
-	}
-	q.buf = append(q.buf, Event{})
-	return &q.buf[len(q.buf)-1]
+	ev := q.at(q.n)
+	q.n++
+	*ev = Event{}
+	return ev
+}
+
+// shift removes the oldest event, clearing its slot so the strings and
+// slices it held can be collected.
+func (q *eventQueue) shift() {
+	q.buf[q.head] = Event{}
+	q.head = (q.head + 1) & (len(q.buf) - 1)
+	q.n--
 }
 
 const emptyHead = int64(^uint64(0) >> 1)
@@ -79,7 +92,8 @@ func (m *merger) slot(cpu int32) *Event {
 // unslot takes back the slot slot just gave out for cpu.
 func (m *merger) unslot(cpu int32) {
 	q := &m.queues[max(int(cpu)+1, 0)]
-	q.buf = q.buf[:len(q.buf)-1]
+	*q.at(q.n - 1) = Event{}
+	q.n--
 }
 
 // pushed accounts for the event just written into cpu's slot.
@@ -89,7 +103,7 @@ func (m *merger) pushed(cpu int32) {
 		i = 0
 	}
 	q := &m.queues[i]
-	ev := &q.buf[len(q.buf)-1]
+	ev := q.at(q.n - 1)
 	if i > 0 {
 		if !q.seen {
 			q.seen = true
@@ -124,15 +138,15 @@ func (m *merger) pop(ev *Event) bool {
 		return false
 	}
 	q := &m.queues[best]
-	*ev = q.buf[q.head]
-	q.head++
+	*ev = *q.at(0)
+	q.shift()
 	if q.len() == 0 {
 		m.heads[best] = emptyHead
 		if best > 0 {
 			m.nonEmpty--
 		}
 	} else {
-		m.heads[best] = q.buf[q.head].TS
+		m.heads[best] = q.at(0).TS
 	}
 	if ev.TS < m.lastOut {
 		m.late++
