@@ -6,10 +6,11 @@ package observe
 // stretches of CPU 0 then stretches of CPU 1 covering overlapping time. Each CPU's
 // own events are in order. The merger keeps a FIFO per CPU and releases the
 // earliest head once it can be sure nothing earlier is still to come: when every
-// CPU of the machine (if the trace says how many) has something queued, or when
-// the head is older than the
-// newest decoded timestamp by more than the window (a CPU that went quiet must
-// not hold the others back forever). Memory is bounded by the skew between CPUs
+// CPU of the machine (if the trace says how many) has something queued, when
+// every CPU with nothing queued has a progress mark past the head (traces
+// written by PerfettoWriter say, per CPU, up to when its data is complete), or
+// when the head is older than the newest decoded timestamp by more than the
+// window (a CPU that went quiet must not hold the others back forever). Memory is bounded by the skew between CPUs
 // in the file, not by the trace length.
 type merger struct {
 	queues   []eventQueue // index cpu+1; index 0 holds events tied to no CPU
@@ -22,6 +23,15 @@ type merger struct {
 	lastOut  int64
 	late     int64 // events released behind one already released
 	eof      bool
+
+	// Progress marks (see PerfettoWriter.progress), for traces that have them:
+	// marks[i] is the time before which queue i's CPU has nothing more to come.
+	// An event is released once every CPU queue that is empty has a mark past
+	// it (bound caches the least such mark; stale says it must be recomputed).
+	marks  []int64
+	marked bool
+	bound  int64
+	stale  bool
 }
 
 // eventQueue is one CPU's FIFO: a ring buffer whose capacity is a power of
@@ -64,6 +74,46 @@ func (q *eventQueue) shift() {
 	q.n--
 }
 
+// grow makes room for queue i.
+func (m *merger) grow(i int) {
+	for i >= len(m.queues) {
+		m.queues = append(m.queues, eventQueue{})
+		m.heads = append(m.heads, emptyHead)
+		m.marks = append(m.marks, 0)
+		m.stale = true
+	}
+}
+
+// mark records that cpu has no event before ts still to come.
+func (m *merger) mark(cpu int32, ts int64) {
+	i := int(cpu) + 1
+	m.grow(i)
+	m.marked = true
+	if ts > m.marks[i] {
+		m.marks[i] = ts
+		m.stale = true
+	}
+}
+
+// markedBefore reports whether every CPU queue that is empty has a mark past
+// ts, the CPUs the trace says the machine has and never showed included.
+func (m *merger) markedBefore(ts int64) bool {
+	if !m.marked || m.cpus > 1<<16 {
+		return false
+	}
+	if m.stale {
+		m.grow(m.cpus)
+		m.bound = emptyHead
+		for i := 1; i < len(m.queues); i++ {
+			if m.heads[i] == emptyHead {
+				m.bound = min(m.bound, m.marks[i])
+			}
+		}
+		m.stale = false
+	}
+	return ts < m.bound
+}
+
 const emptyHead = int64(^uint64(0) >> 1)
 
 func newMerger(window int64) *merger {
@@ -82,10 +132,7 @@ func (m *merger) slot(cpu int32) *Event {
 	if cpu < 0 {
 		i = 0
 	}
-	for i >= len(m.queues) {
-		m.queues = append(m.queues, eventQueue{})
-		m.heads = append(m.heads, emptyHead)
-	}
+	m.grow(i)
 	return m.queues[i].slot()
 }
 
@@ -134,7 +181,7 @@ func (m *merger) pop(ev *Event) bool {
 		return false
 	}
 	allQueued := m.cpus > 0 && m.active >= m.cpus && m.nonEmpty == m.active
-	if !m.eof && !allQueued && bestTS > m.maxTS-m.window {
+	if !m.eof && !allQueued && bestTS > m.maxTS-m.window && !m.markedBefore(bestTS) {
 		return false
 	}
 	q := &m.queues[best]
@@ -144,6 +191,7 @@ func (m *merger) pop(ev *Event) bool {
 		m.heads[best] = emptyHead
 		if best > 0 {
 			m.nonEmpty--
+			m.stale = true
 		}
 	} else {
 		m.heads[best] = q.at(0).TS

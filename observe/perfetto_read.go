@@ -156,6 +156,9 @@ func (r *PerfettoReader) readPacket() error {
 		return r.errorf(start, ErrTruncated, "packet of %d bytes has only %d", size, n)
 	}
 	if r.fast.decode(r.buf) {
+		if r.progressMark(&r.fast.bundle, r.fast.hasTS, r.fast.ts) {
+			return nil
+		}
 		if r.fast.hasTS && int64(r.fast.ts) > r.lastTS {
 			r.lastTS = int64(r.fast.ts)
 		}
@@ -196,6 +199,12 @@ func (r *PerfettoReader) varint() (uint64, error) {
 }
 
 func (r *PerfettoReader) handlePacket(off int64, p *pb.TracePacket) error {
+	if d, ok := p.Data.(*pb.TracePacket_FtraceEvents); ok && p.Timestamp != nil {
+		r.cols.fromPB(d.FtraceEvents)
+		if r.progressMark(&r.cols, true, *p.Timestamp) {
+			return nil
+		}
+	}
 	if p.Timestamp != nil && int64(*p.Timestamp) > r.lastTS {
 		r.lastTS = int64(*p.Timestamp)
 	}
@@ -271,6 +280,23 @@ func (r *PerfettoReader) handleGenericState(p *pb.TracePacket, g *pb.GenericKern
 	}
 	r.merge.push(&Event{TS: r.packetTS(p), Kind: KindNewTask, CPU: -1, Pid: -1,
 		Tid: int32(g.Tid), Comm: string(g.Comm), Prio: g.Prio})
+}
+
+// progressMark reports whether b is a progress mark (see
+// PerfettoWriter.progress): a bundle with nothing in it but its CPU, stamped
+// with a packet timestamp. It hands the mark to the merger; the bundle is
+// otherwise ignored, as readers that do not know marks ignore it.
+func (r *PerfettoReader) progressMark(b *bundleCols, hasTS bool, ts uint64) bool {
+	if !hasTS || b.lost || b.prevEnd != nil || b.lastRead != nil || len(b.full) > 0 || b.cpu > 1<<16 ||
+		len(b.intern)+len(b.swTS)+len(b.swState)+len(b.swPid)+len(b.swPrio)+len(b.swComm)+
+			len(b.wkTS)+len(b.wkPid)+len(b.wkCPU)+len(b.wkPrio)+len(b.wkComm)+len(b.wkFlags) > 0 {
+		return false
+	}
+	if ts > uint64(emptyHead) {
+		ts = uint64(emptyHead)
+	}
+	r.merge.mark(int32(b.cpu), int64(ts))
+	return true
 }
 
 // handleBundle turns one CPU's bundle into events: compact switches and

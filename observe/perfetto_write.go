@@ -41,7 +41,8 @@ type PerfettoWriter struct {
 	// event, so readers that sort within a window (ours: 1 s; trace_processor
 	// streams the same way) never meet one CPU's old events late.
 	BundleAge int64
-	nextAge   int64 // timestamp at which open bundles are next checked for age
+	nextAge   int64   // timestamp at which open bundles are next checked for age
+	marks     []int64 // per CPU: the last progress mark written (see progress)
 }
 
 const seqID = 1 // the one packet sequence this writer emits
@@ -82,7 +83,9 @@ type bundleBuilder struct {
 	irq      bool
 }
 
-// Write adds one event. Events of one CPU must come in timestamp order.
+// Write adds one event. Events of one CPU must come in timestamp order; across
+// CPUs an event may come after one up to BundleAge/4 newer, not more (the
+// progress marks promise readers so, see progress).
 func (w *PerfettoWriter) Write(ev *Event) error {
 	if w.err != nil {
 		return w.err
@@ -100,6 +103,9 @@ func (w *PerfettoWriter) Write(ev *Event) error {
 	}
 	if ev.TS >= w.nextAge && w.BundleAge > 0 {
 		w.flushOlder(ev.TS - w.BundleAge)
+		if w.nextAge > 0 {
+			w.progress(ev.TS - w.BundleAge/4)
+		}
 		w.nextAge = ev.TS + w.BundleAge/4
 	}
 	for int(ev.CPU) >= len(w.cpus) {
@@ -305,6 +311,37 @@ func (w *PerfettoWriter) flushOlder(ts int64) {
 		if bb != nil && bb.n > 0 && bb.firstTS < ts {
 			w.flushCPU(bb)
 		}
+	}
+}
+
+// progress writes, for every CPU, how far its data in the file is complete: an
+// empty bundle for the CPU, stamped in TracePacket.timestamp with a time before
+// which none of the CPU's events is still to come. That is ts, the newest event
+// less the cross-CPU disorder Write tolerates (BundleAge/4; the recorder's one
+// ring buffer keeps its input within microseconds), or the first event of the
+// CPU's open bundle if earlier. Readers that know these marks (ours: see
+// merger.mark) release a quiet CPU's neighbours without waiting a sort window,
+// which keeps their memory to the span the marks trail by; other readers see
+// bundles with no events. A mark is written only when it moved.
+func (w *PerfettoWriter) progress(ts int64) {
+	n := max(w.info.NumCPUs, len(w.cpus))
+	for len(w.marks) < n {
+		w.marks = append(w.marks, 0)
+	}
+	for cpu := range n {
+		mark := ts
+		if cpu < len(w.cpus) {
+			if bb := w.cpus[cpu]; bb != nil && bb.n > 0 {
+				mark = min(mark, bb.firstTS)
+			}
+		}
+		if mark <= w.marks[cpu] {
+			continue
+		}
+		w.marks[cpu] = mark
+		t := uint64(mark)
+		w.packet(&pb.TracePacket{Timestamp: &t, TrustedPacketSequenceId: seqID,
+			Data: &pb.TracePacket_FtraceEvents{FtraceEvents: &pb.FtraceEventBundle{Cpu: uint32(cpu)}}})
 	}
 }
 
