@@ -223,16 +223,48 @@ static __always_inline bool exclusive_fits(struct task_struct *p, __u32 layer)
 	return false;
 }
 
-// pinned_to_owned reports whether p may run only on owned CPUs (a per-CPU
-// kthread of an owned core): it goes to its CPU's local DSQ, which every
-// CPU runs whatever the plan.
-static __always_inline bool pinned_to_owned(struct task_struct *p)
+// needs_own_cpu reports whether p must be put straight on a CPU's local
+// DSQ: a per-CPU kthread (ksoftirqd, a bound kworker), or a task that may
+// run only on CPUs the plan took away (owned primaries, kept-idle
+// siblings). An owned CPU consumes nothing but its layer's DSQ, so the
+// latter would wait forever in a shared DSQ; the former in the vtime DSQ
+// would queue behind every spinner on a saturated CPU, and a kthread
+// preempted inside an RCU read-side section that waits there stalls RCU
+// for the whole machine. Local DSQs run on every CPU whatever the plan.
+static __always_inline bool needs_own_cpu(struct task_struct *p)
 {
-	const struct cpumask *shared = shared_mask();
+	const struct cpumask *shared;
 
-	if (!shared)
+	if ((p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1)
+		return true;
+	if (p->nr_cpus_allowed >= nr_cpus)
 		return false;
-	return !bpf_cpumask_intersects(shared, p->cpus_ptr);
+	shared = shared_mask();
+	return shared && !bpf_cpumask_intersects(shared, p->cpus_ptr);
+}
+
+// own_cpu is where needs_own_cpu's tasks go: the CPU the task is on (the
+// kernel put it there, or select_cpu chose it), or -1 when p may not run
+// there: SCX_DSQ_LOCAL_ON a CPU outside p's affinity is a runtime error.
+// That happens only while an affinity change is in flight, and the
+// kernel's move to an allowed CPU enqueues the task again.
+static __always_inline __s32 own_cpu(struct task_struct *p)
+{
+	__s32 cpu = scx_bpf_task_cpu(p);
+
+	if (cpu >= 0 && cpu < nr_cpus && bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return cpu;
+	return -1;
+}
+
+// set_queued records whether p sits in the vtime DSQ, the one place tasks
+// run in vtime order (see ts_running).
+static __always_inline void set_queued(struct task_struct *p, __u32 queued)
+{
+	struct ts_task *tc = bpf_task_storage_get(&task_ctx, p, 0, 0);
+
+	if (tc)
+		tc->queued = queued;
 }
 
 SEC("struct_ops/select_cpu")
@@ -351,15 +383,21 @@ void ts_enqueue(unsigned long long *ctx)
 
 	if (s)
 		s->enqueues++;
+	if (needs_own_cpu(p)) {
+		cpu = own_cpu(p);
+		if (cpu >= 0) {
+			set_queued(p, 0);
+			insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
+			count_dispatch(layer);
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			return;
+		}
+	}
+	set_queued(p, 0);
 	if (t == TS_EXCLUSIVE && exclusive_fits(p, layer)) {
 		insert(p, TS_LAYER_DSQ_BASE + layer, slice, enq_flags);
 		count_dispatch(layer);
 		kick_idle_primary(p, layer);
-		return;
-	}
-	if (p->nr_cpus_allowed < nr_cpus && pinned_to_owned(p)) {
-		insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
-		count_dispatch(layer);
 		return;
 	}
 	switch (t) {
@@ -391,6 +429,16 @@ void ts_enqueue(unsigned long long *ctx)
 		}
 		if ((__s64)(tc->vtime - (vtime_now - SCX_SLICE_DFL)) < 0)
 			tc->vtime = vtime_now - SCX_SLICE_DFL;
+		// Nor does a task carry more than TS_MAX_LAG of debt: a
+		// low-weight task (nice 19 counts 100x its runtime) that
+		// ran long, or whose run the clock stretched (a VM whose
+		// host stalled it), would otherwise wait behind every
+		// busy task for up to minutes, and a kernel thread
+		// preempted inside an RCU read-side section that waits
+		// that long stalls RCU for the whole machine.
+		if ((__s64)(tc->vtime - (vtime_now + TS_MAX_LAG)) > 0)
+			tc->vtime = vtime_now + TS_MAX_LAG;
+		tc->queued = 1;
 		insert_vtime(p, TS_NORMAL_DSQ, slice, tc->vtime, enq_flags);
 		break;
 	}
@@ -445,17 +493,29 @@ void ts_running(unsigned long long *ctx)
 	__u32 layer = layer_of(p);
 	bool excl = treatment_of(layer) == TS_EXCLUSIVE;
 	struct ts_cpu_state *st = bpf_map_lookup_elem(&cpu_state, &cpu), *sst;
+	struct ts_task *tc;
 	struct ts_stats *s;
-	__u64 v;
 
 	if (!st)
 		return;
 	st->tid = p->pid;
 	st->layer = layer;
 	st->started_ns = bpf_ktime_get_ns();
-	v = p->scx.dsq_vtime;
-	if ((__s64)(v - vtime_now) > 0)
-		vtime_now = v;
+	// vtime_now follows only tasks taken from the vtime DSQ, which leave
+	// it in vtime order. A task that ran out of order (straight onto an
+	// idle CPU, a local DSQ, a layer DSQ) may be far ahead, and
+	// p->scx.dsq_vtime is not ours to trust: it outlives this scheduler
+	// and keeps whatever the last one wrote. Either would move vtime_now
+	// past the tasks still queued; every task waking after that would
+	// then start behind them, and on a CPU saturated by tasks that never
+	// sleep wait until they catch up (an RCU stall once: the stalled
+	// kthread waited 21 s behind four spinners).
+	tc = bpf_task_storage_get(&task_ctx, p, 0, 0);
+	if (tc && tc->queued) {
+		tc->queued = 0;
+		if ((__s64)(tc->vtime - vtime_now) > 0)
+			vtime_now = tc->vtime;
+	}
 
 	// SMT: an exclusive thread starting next to a busy sibling, or a task
 	// starting next to an exclusive thread, is one count for that
@@ -510,7 +570,7 @@ void ts_stopping(unsigned long long *ctx)
 		w = 1;
 	tc = bpf_task_storage_get(&task_ctx, p, 0, 0);
 	if (tc)
-		tc->vtime += ran * 100 / w;
+		tc->vtime += (ran < TS_MAX_LAG ? ran : TS_MAX_LAG) * 100 / w;
 }
 
 SEC("struct_ops.s/init")

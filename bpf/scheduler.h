@@ -32,6 +32,10 @@
 #define TS_LAYER_DSQ_BASE 0x1000ULL
 #define TS_NORMAL_DSQ 0x2000ULL
 
+/* The most virtual time a task of the vtime DSQ may be ahead of the queue
+ * (and be charged for one run): 10 default slices. */
+#define TS_MAX_LAG 200000000ULL
+
 enum ts_treatment {
 	TS_EXCLUSIVE = 1,
 	TS_LATENCY = 2,
@@ -75,7 +79,9 @@ struct ts_stats {
 };
 
 struct ts_task {
-	__u64 vtime; /* normal and default layers: weighted runtime */
+	__u64 vtime;  /* normal and default layers: weighted runtime */
+	__u32 queued; /* in the vtime DSQ: vtime_now follows it when it runs */
+	__u32 pad;
 };
 
 /* ---- kernel types, CO-RE relocated ---- */

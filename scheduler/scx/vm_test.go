@@ -593,6 +593,7 @@ func TestApplyOutputLayers(t *testing.T) {
 func TestVMYieldNotStarved(t *testing.T) {
 	b := needSchedExt(t)
 	w := startWorkload(t)
+	tasks := taskSnapshot()
 	start := time.Now()
 	app, err := b.Apply(context.Background(), vmPlan(t, &targets{pids: []int{w.pid}}))
 	if err != nil {
@@ -617,6 +618,7 @@ func TestVMYieldNotStarved(t *testing.T) {
 	yieldRuntime := func() uint64 {
 		st, err := a.Stats()
 		if err != nil {
+			explainEjection(t, a, tasks)
 			t.Fatal(err)
 		}
 		for _, g := range st {
@@ -637,6 +639,7 @@ func TestVMYieldNotStarved(t *testing.T) {
 	}
 	if s := state(t); s != "enabled" {
 		t.Errorf("state %q under saturation, want enabled", s)
+		explainEjection(t, a, tasks)
 	}
 	start = time.Now()
 	if err := a.Revert(); err != nil {
