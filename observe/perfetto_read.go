@@ -33,19 +33,19 @@ type PerfettoReader struct {
 	lastTS int64 // newest packet timestamp, for packets that carry none
 	crop   cropState
 
-	fast   packetDecoder     // ftrace bundle packets without the generated code
-	cols   bundleCols        // a bundle decoded by the generated code, viewed as columns
-	comms  map[string]string // intern table entries seen so far, as strings
-	intern []string          // the current bundle's intern table
+	fast   packetDecoder // ftrace bundle packets without the generated code
+	cols   bundleCols    // a bundle decoded by the generated code, viewed as columns
+	intern []int32       // the current bundle's intern table, as the merger's string ids
 }
 
 // cpuCursor is what a compact_sched stream leaves implicit for one CPU: the
 // task currently on it (the prev of the next switch and the waker of a waking).
 type cpuCursor struct {
-	known bool
-	tid   int32
-	comm  string
-	prio  int32
+	known  bool
+	tid    int32
+	comm   string // the writer's
+	commID int32  // the reader's: comm as an id of its merger's strings
+	prio   int32
 }
 
 func newPerfettoReader(br *bufio.Reader, name string) *PerfettoReader {
@@ -356,7 +356,7 @@ func (r *PerfettoReader) handleBundle(off int64, b *bundleCols) error {
 		if t, ok := nextWk(); ok && (which == 0 || t < best) {
 			which, best = 2, t
 		}
-		ev := r.merge.slot(cpu)
+		q, rec := r.merge.slot(cpu)
 		keep := true
 		switch which {
 		case 1:
@@ -366,15 +366,15 @@ func (r *PerfettoReader) handleBundle(off int64, b *bundleCols) error {
 				r.merge.unslot(cpu)
 				return r.errorf(off, ErrCorrupt, "compact_sched comm index %d beyond intern table of %d", ci, len(intern))
 			}
-			*ev = Event{TS: best, Kind: KindSwitch, CPU: cpu,
-				Pid: cur.tid, PrevTid: cur.tid, PrevComm: cur.comm, PrevPrio: cur.prio,
-				PrevState: r.layout.decode(b.swState[i]),
-				Tid:       b.swPid[i], Comm: intern[ci], Prio: b.swPrio[i]}
+			*rec = queued{ts: best, kind: KindSwitch,
+				pid: cur.tid, prevTid: cur.tid, prevComm: cur.commID, prevPrio: cur.prio,
+				prevState: r.layout.decode(b.swState[i]),
+				tid:       b.swPid[i], comm: intern[ci], prio: b.swPrio[i]}
 			i++
 			if !cur.known {
 				// Nothing says who was switched out: like trace_processor, only
 				// remember who came in.
-				*cur = cpuCursor{known: true, tid: ev.Tid, comm: ev.Comm, prio: ev.Prio}
+				*cur = cpuCursor{known: true, tid: rec.tid, commID: rec.comm, prio: rec.prio}
 				r.stats.skip("compact sched_switch with unknown prev")
 				keep = false
 			}
@@ -385,11 +385,11 @@ func (r *PerfettoReader) handleBundle(off int64, b *bundleCols) error {
 				r.merge.unslot(cpu)
 				return r.errorf(off, ErrCorrupt, "compact_sched comm index %d beyond intern table of %d", ci, len(intern))
 			}
-			*ev = Event{TS: best, Kind: KindWaking, CPU: cpu, Pid: cur.tid,
-				Tid: b.wkPid[j], Comm: intern[ci], Prio: b.wkPrio[j],
-				TargetCPU: b.wkCPU[j]}
+			*rec = queued{ts: best, kind: KindWaking, pid: cur.tid,
+				tid: b.wkPid[j], comm: intern[ci], prio: b.wkPrio[j],
+				targetCPU: b.wkCPU[j]}
 			if j < len(b.wkFlags) {
-				ev.IRQ = irqFromFlags(b.wkFlags[j])
+				rec.irq = irqFromFlags(b.wkFlags[j])
 			}
 			j++
 			if !cur.known {
@@ -397,35 +397,35 @@ func (r *PerfettoReader) handleBundle(off int64, b *bundleCols) error {
 				keep = false
 			}
 		case 3:
-			keep = r.fullEvent(cpu, full[k], ev)
+			var ev Event
+			if keep = r.fullEvent(cpu, full[k], &ev); keep {
+				r.merge.fill(q, rec, &ev)
+			}
 			k++
 		}
 		if !keep {
 			r.merge.unslot(cpu)
 			continue
 		}
-		if ev.Kind == KindSwitch {
-			*cur = cpuCursor{known: true, tid: ev.Tid, comm: ev.Comm, prio: ev.Prio}
+		if rec.kind == KindSwitch {
+			*cur = cpuCursor{known: true, tid: rec.tid, commID: rec.comm, prio: rec.prio}
 		}
 		r.merge.pushed(cpu)
 	}
 	return nil
 }
 
-// internTable turns a bundle's intern table into strings, each distinct comm
-// allocated once per trace rather than once per bundle.
-func (r *PerfettoReader) internTable(tab [][]byte) []string {
-	if r.comms == nil {
-		r.comms = map[string]string{}
-	}
+// internTable turns a bundle's intern table into the merger's string ids,
+// each distinct comm allocated once per trace rather than once per bundle.
+func (r *PerfettoReader) internTable(tab [][]byte) []int32 {
+	m := r.merge
 	r.intern = r.intern[:0]
 	for _, b := range tab {
-		s, ok := r.comms[string(b)]
+		id, ok := m.ids[string(b)]
 		if !ok {
-			s = string(b)
-			r.comms[s] = s
+			id = m.intern(string(b))
 		}
-		r.intern = append(r.intern, s)
+		r.intern = append(r.intern, id)
 	}
 	return r.intern
 }
