@@ -383,22 +383,23 @@ void ts_enqueue(unsigned long long *ctx)
 
 	if (s)
 		s->enqueues++;
-	if (needs_own_cpu(p)) {
-		cpu = own_cpu(p);
-		if (cpu >= 0) {
-			set_queued(p, 0);
-			insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
-			count_dispatch(layer);
-			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-			return;
-		}
-	}
 	set_queued(p, 0);
+	// Before needs_own_cpu: an exclusive thread allowed on a primary and
+	// its kept-idle sibling must wait for the primary.
 	if (t == TS_EXCLUSIVE && exclusive_fits(p, layer)) {
 		insert(p, TS_LAYER_DSQ_BASE + layer, slice, enq_flags);
 		count_dispatch(layer);
 		kick_idle_primary(p, layer);
 		return;
+	}
+	if (needs_own_cpu(p)) {
+		cpu = own_cpu(p);
+		if (cpu >= 0) {
+			insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags);
+			count_dispatch(layer);
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			return;
+		}
 	}
 	switch (t) {
 	case TS_LATENCY:
