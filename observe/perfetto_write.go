@@ -42,8 +42,15 @@ type PerfettoWriter struct {
 	// streams the same way) never meet one CPU's old events late.
 	BundleAge int64
 	nextAge   int64   // timestamp at which open bundles are next checked for age
+	nextMark  int64   // timestamp at which progress marks are next written
 	marks     []int64 // per CPU: the last progress mark written (see progress)
 }
+
+// markLag sets how far progress marks trail the newest event: BundleAge/16
+// (16 ms by default), both as the cross-CPU disorder Write tolerates and as the
+// interval between marks. The recorder's input is in ring-buffer order, within
+// microseconds; the reader holds about two lags' worth of events.
+const markLag = 16
 
 const seqID = 1 // the one packet sequence this writer emits
 
@@ -84,7 +91,7 @@ type bundleBuilder struct {
 }
 
 // Write adds one event. Events of one CPU must come in timestamp order; across
-// CPUs an event may come after one up to BundleAge/4 newer, not more (the
+// CPUs an event may come after one up to BundleAge/16 newer, not more (the
 // progress marks promise readers so, see progress).
 func (w *PerfettoWriter) Write(ev *Event) error {
 	if w.err != nil {
@@ -103,10 +110,13 @@ func (w *PerfettoWriter) Write(ev *Event) error {
 	}
 	if ev.TS >= w.nextAge && w.BundleAge > 0 {
 		w.flushOlder(ev.TS - w.BundleAge)
-		if w.nextAge > 0 {
-			w.progress(ev.TS - w.BundleAge/4)
-		}
 		w.nextAge = ev.TS + w.BundleAge/4
+	}
+	if lag := w.BundleAge / markLag; ev.TS >= w.nextMark && lag > 0 {
+		if w.nextMark > 0 {
+			w.progress(ev.TS - lag)
+		}
+		w.nextMark = ev.TS + lag
 	}
 	for int(ev.CPU) >= len(w.cpus) {
 		w.cpus = append(w.cpus, nil)
@@ -317,9 +327,8 @@ func (w *PerfettoWriter) flushOlder(ts int64) {
 // progress writes, for every CPU, how far its data in the file is complete: an
 // empty bundle for the CPU, stamped in TracePacket.timestamp with a time before
 // which none of the CPU's events is still to come. That is ts, the newest event
-// less the cross-CPU disorder Write tolerates (BundleAge/4; the recorder's one
-// ring buffer keeps its input within microseconds), or the first event of the
-// CPU's open bundle if earlier. Readers that know these marks (ours: see
+// less the cross-CPU disorder Write tolerates (see markLag), or the first event
+// of the CPU's open bundle if earlier. Readers that know these marks (ours: see
 // merger.mark) release a quiet CPU's neighbours without waiting a sort window,
 // which keeps their memory to the span the marks trail by; other readers see
 // bundles with no events. A mark is written only when it moved.
