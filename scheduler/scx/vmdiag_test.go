@@ -197,3 +197,22 @@ func orGone(s string) string {
 	}
 	return s
 }
+
+// TestStalledTasks reads the tids out of the kernel lines of the one RCU
+// stall ejection seen in make vmtest, and of a sched_ext watchdog stall.
+func TestStalledTasks(t *testing.T) {
+	log := []string{
+		"[   51.585540] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:",
+		"[   51.587422] rcu: \tTasks blocked on level-0 rcu_node (CPUs 0-3): P55/1:b..l P61/2:b..l",
+		"[   51.591232] rcu: \t(detected by 0, t=5252 jiffies, g=37, q=5 ncpus=4)",
+		"[   52.448878] sched_ext: BPF scheduler \"temper_layered\" disabled (runtime error)",
+		"[   60.000000] sched_ext: temper_layered: runnable task stall (kworker/0:1[12] failed to run for 30.52s)",
+	}
+	if got, want := stalledTasks(log), []int{55, 61, 12}; !slices.Equal(got, want) {
+		t.Errorf("stalledTasks = %v, want %v", got, want)
+	}
+	// describeTask works on any Linux: this test's own thread.
+	if d := describeTask(os.Getpid()); !strings.Contains(d, "cpus=") || !strings.Contains(d, "policy=") {
+		t.Errorf("describeTask(self) = %q lacks cpus or policy", d)
+	}
+}
