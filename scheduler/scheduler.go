@@ -30,6 +30,20 @@ type Plan struct {
 	Threads func() ([]profiles.Thread, error)
 }
 
+// NewPlan compiles p's matchers and gives its exclusive groups their cores
+// on topology t; threads lists the target's threads (Plan.Threads).
+func NewPlan(p *profiles.Profile, t *snapshot.Topology, threads func() ([]profiles.Thread, error)) (Plan, error) {
+	cores, err := Allocate(p, t)
+	if err != nil {
+		return Plan{}, err
+	}
+	cl, err := profiles.Compile(p)
+	if err != nil {
+		return Plan{}, err
+	}
+	return Plan{Profile: p, Classifier: cl, Topology: t, Cores: cores, Threads: threads}, nil
+}
+
 // Backend applies plans. Implementations: scheduler/scx, scheduler/cfs.
 type Backend interface {
 	// Name is "sched_ext" or "cfs", as profiles.MatcherKinds knows it.

@@ -157,25 +157,20 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	if err := lintForApply(prof, profilePath, backend.Name(), topo, tgt, stderr); err != nil {
 		return err
 	}
-	cores, err := scheduler.Allocate(prof, topo)
-	if err != nil {
-		return fmt.Errorf("%s: %w", profilePath, err)
-	}
-	classifier, err := profiles.Compile(prof)
-	if err != nil {
-		return fmt.Errorf("%s: %w", profilePath, err)
-	}
 	var processes atomic.Int64
 	processes.Store(int64(len(tgt.Tgids)))
-	plan := scheduler.Plan{Profile: prof, Classifier: classifier, Topology: topo, Cores: cores,
-		Threads: func() ([]profiles.Thread, error) {
+	plan, err := scheduler.NewPlan(prof, topo,
+		func() ([]profiles.Thread, error) {
 			ids, err := tgt.Refresh()
 			if err != nil {
 				return nil, err
 			}
 			processes.Store(int64(len(ids)))
 			return scheduler.ListThreads(ids)
-		}}
+		})
+	if err != nil {
+		return fmt.Errorf("%s: %w", profilePath, err)
+	}
 
 	// The backend's context is ours to cancel after the closing stats are
 	// read; a signal stops the loop below, which then reverts.
@@ -244,7 +239,7 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 		if listErr != nil {
 			threads = nil
 		}
-		if err := writeApplyStatsJSON(f.statsJSON, prof, backend.Name(), tgt.Description, reason, elapsed, stats, classifier, threads); err != nil {
+		if err := writeApplyStatsJSON(f.statsJSON, prof, backend.Name(), tgt.Description, reason, elapsed, stats, plan.Classifier, threads); err != nil {
 			errs = append(errs, err)
 		}
 	}

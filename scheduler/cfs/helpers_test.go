@@ -141,16 +141,11 @@ func plan(t *testing.T, prof *profiles.Profile, pids ...int) scheduler.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cores, err := scheduler.Allocate(prof, topo)
+	pl, err := scheduler.NewPlan(prof, topo, scheduler.ThreadsOf(func() ([]int, error) { return pids, nil }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := profiles.Compile(prof)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return scheduler.Plan{Profile: prof, Classifier: cl, Topology: topo, Cores: cores,
-		Threads: scheduler.ThreadsOf(func() ([]int, error) { return pids, nil })}
+	return pl
 }
 
 // needCores skips unless the machine has n physical cores (exclusive

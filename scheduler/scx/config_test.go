@@ -39,15 +39,11 @@ func vmtestProfile(t *testing.T) *profiles.Profile {
 
 func planFor(t *testing.T, p *profiles.Profile, topo *snapshot.Topology) scheduler.Plan {
 	t.Helper()
-	cores, err := scheduler.Allocate(p, topo)
+	pl, err := scheduler.NewPlan(p, topo, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := profiles.Compile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return scheduler.Plan{Profile: p, Classifier: cl, Topology: topo, Cores: cores}
+	return pl
 }
 
 func TestBuildConfigVMProfile(t *testing.T) {

@@ -136,15 +136,11 @@ func vmPlan(t *testing.T, tg *targets) scheduler.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cores, err := scheduler.Allocate(prof, topo)
+	pl, err := scheduler.NewPlan(prof, topo, tg.threads)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, err := profiles.Compile(prof)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return scheduler.Plan{Profile: prof, Classifier: cl, Topology: topo, Cores: cores, Threads: tg.threads}
+	return pl
 }
 
 // expectedGroup is the group testdata/vmtest/profile.toml gives a workload
