@@ -139,22 +139,6 @@ func TaskStartTime(tid int) (uint64, error) {
 	return st.StartTime, nil
 }
 
-// StatFields splits a /proc/PID/stat line after the command name (which may
-// hold spaces and parentheses, so fields are counted from the last ')'):
-// field N of proc(5) is the result's [N-3]. At least the 22 fields up to
-// starttime must be there. It serves tests that check raw fields; code
-// reads a parsed procfs.Stat.
-func StatFields(b []byte) ([]string, error) {
-	f, err := procfs.StatFields(b)
-	if err != nil {
-		return nil, fmt.Errorf("malformed stat line %q: %w", b, err)
-	}
-	if len(f) < 22-2 {
-		return nil, fmt.Errorf("stat line has %d fields after the comm, want at least 20", len(f))
-	}
-	return f, nil
-}
-
 // gone turns the error of a process or thread that exited into
 // ErrThreadGone.
 func gone(err error) error {

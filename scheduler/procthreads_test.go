@@ -74,7 +74,7 @@ func TestTaskStartTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := StatFields(b)
+	f, err := procfs.StatFields(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,11 +82,6 @@ func TestTaskStartTime(t *testing.T) {
 	got, err := TaskStartTime(os.Getpid())
 	if err != nil || got != want || got == 0 {
 		t.Errorf("TaskStartTime = %d, %v; want %d", got, err, want)
-	}
-	for _, bad := range []string{"12 (a) b) S 1", "12 a b S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20", ""} {
-		if _, err := StatFields([]byte(bad)); err == nil {
-			t.Errorf("StatFields accepted %q", bad)
-		}
 	}
 }
 
@@ -104,7 +99,7 @@ func TestZombieIsGone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f, _ := StatFields(b); f != nil && f[0] == "Z" {
+		if f, _ := procfs.StatFields(b); len(f) > 0 && f[0] == "Z" {
 			break
 		}
 		if i > 500 {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/observe/snapshot"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
@@ -74,24 +75,16 @@ type schedView struct {
 
 func readSched(t *testing.T, tid int) schedView {
 	t.Helper()
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/stat")
+	var proc procfs.FS
+	st, err := proc.Stat(tid)
 	if err != nil {
 		t.Fatalf("thread %d: %v", tid, err)
 	}
-	f, err := scheduler.StatFields(b)
+	status, err := proc.Status(tid)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("thread %d: %v", tid, err)
 	}
-	var v schedView
-	v.Nice, _ = strconv.Atoi(f[19-3])
-	v.Policy, _ = strconv.Atoi(f[41-3])
-	st, _ := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
-	for line := range strings.SplitSeq(string(st), "\n") {
-		if c, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
-			v.CPUs = strings.TrimSpace(c)
-		}
-	}
-	return v
+	return schedView{Nice: st.Nice, Policy: st.Policy, CPUs: status.CPUsAllowedList}
 }
 
 // workloadTree is the C workload with a `sleep` child, started as a

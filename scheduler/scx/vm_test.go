@@ -24,6 +24,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 
 	"temper.codes/temper-train/bpf"
+	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/observe/snapshot"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
@@ -169,26 +170,16 @@ func state(t *testing.T) string {
 // lastRun reads the CPU a thread last ran on (/proc/TID/stat field 39) and
 // its CPU time so far (/proc/TID/schedstat, ns).
 func lastRun(tid int) (cpu int, cputime uint64, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/stat")
+	var proc procfs.FS
+	st, err := proc.Stat(tid)
 	if err != nil {
 		return 0, 0, err
 	}
-	f, err := scheduler.StatFields(b)
+	ss, err := proc.Schedstat(tid)
 	if err != nil {
 		return 0, 0, err
 	}
-	if len(f) < 39-2 {
-		return 0, 0, errors.New("short stat")
-	}
-	if cpu, err = strconv.Atoi(f[39-3]); err != nil { // field N of proc(5) is f[N-3]
-		return 0, 0, err
-	}
-	b, err = os.ReadFile("/proc/" + strconv.Itoa(tid) + "/schedstat")
-	if err != nil {
-		return 0, 0, err
-	}
-	cputime, err = strconv.ParseUint(strings.Fields(string(b))[0], 10, 64)
-	return cpu, cputime, err
+	return st.Processor, ss.RunNs, nil
 }
 
 func TestVMApplyRevert(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"temper.codes/temper-train/scheduler"
+	"temper.codes/temper-train/internal/procfs"
 )
 
 const (
@@ -53,7 +53,7 @@ func describeTask(tid int) string {
 	}
 	desc := fmt.Sprintf("%d %q cpus=%s state=%q", tid, strings.TrimSpace(string(comm)), cpus, state)
 	if b, err := os.ReadFile(dir + "/stat"); err == nil {
-		if f, err := scheduler.StatFields(b); err == nil && len(f) > 41-3 {
+		if f, err := procfs.StatFields(b); err == nil && len(f) > 41-3 {
 			// proc(5) field N is f[N-3]: 9 flags, 19 nice, 40 rt_priority, 41 policy.
 			flags, _ := strconv.ParseUint(f[9-3], 10, 64)
 			pol := policyNames[f[41-3]]
