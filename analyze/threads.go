@@ -86,12 +86,15 @@ func buildThreads(c *collector, p *procInfo, target []int, window float64) []Thr
 // attachProcDeltas sets /proc's counters from the snapshot beside the
 // trace's, and each thread's process command line.
 func attachProcDeltas(threads []Thread, s *snapshot.Snapshot) {
+	type key struct{ tid, tgid int32 }
+	recs := make(map[key][]*snapshot.Thread, len(s.Threads))
+	for j := range s.Threads {
+		st := &s.Threads[j]
+		k := key{int32(st.Tid), int32(st.Tgid)}
+		recs[k] = append(recs[k], st)
+	}
 	for i := range threads {
-		for j := range s.Threads {
-			st := &s.Threads[j]
-			if int32(st.Tid) != threads[i].Tid || int32(st.Tgid) != threads[i].Tgid {
-				continue
-			}
+		for _, st := range recs[key{threads[i].Tid, threads[i].Tgid}] {
 			if st.End != nil && st.End.Cmdline != "" {
 				threads[i].Cmdline = st.End.Cmdline
 			} else if st.Begin != nil {
