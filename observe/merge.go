@@ -79,7 +79,9 @@ func (q *eventQueue) len() int { return q.n }
 // at returns the i-th queued event, 0 being the oldest.
 func (q *eventQueue) at(i int) *queued { return &q.buf[(q.head+i)&(len(q.buf)-1)] }
 
-// slot appends a zero record to the queue and returns it to be filled in place.
+// slot appends a record to the queue and returns it to be filled in place.
+// The record holds stale data: the caller assigns it whole (not zeroing it
+// here saves writing every queued event twice).
 func (q *eventQueue) slot() *queued {
 	if q.n == len(q.buf) {
 		buf := make([]queued, max(64, 2*len(q.buf)))
@@ -91,7 +93,6 @@ func (q *eventQueue) slot() *queued {
 	}
 	rec := q.at(q.n)
 	q.n++
-	*rec = queued{}
 	return rec
 }
 
