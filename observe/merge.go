@@ -13,9 +13,16 @@ package observe
 // window (a CPU that went quiet must not hold the others back forever). Memory
 // is bounded by the skew between CPUs in the file, not by the trace length.
 //
-// Queued events are compact records (queued), their strings interned, so a
-// waiting event costs about a third of an Event and nothing for the garbage
-// collector to scan.
+// A CPU's compact_sched events wait as the columns they were decoded into
+// (bundleSeg, about 24 bytes an event), and become Events only as they are
+// released: a bundle holds thousands of events, and copying each into a
+// record on arrival and out of it on release was a third of the reader's
+// time. compact_sched leaves the outgoing task of a switch and the waker of a
+// waking implicit (the task the CPU last switched to); the merger fills them
+// in as it releases each CPU's events in order. Other events (full ftrace
+// events, process and thread records) wait as compact records (queued), their
+// strings interned, so a waiting event costs about half an Event and nothing
+// for the garbage collector to scan.
 type merger struct {
 	queues   []eventQueue // index cpu+1; index 0 holds events tied to no CPU
 	heads    []int64      // timestamp of each queue's head, emptyHead when empty
@@ -30,6 +37,10 @@ type merger struct {
 
 	strs []string         // interned comms, by id; id 0 is ""
 	ids  map[string]int32 // id of each string in strs
+
+	spare       []*bundleSeg // released bundles, for reuse
+	unknownPrev int64        // compact switches dropped: nothing said who was switched out
+	earlyWaking int64        // compact wakings dropped: no switch yet said who ran
 
 	// Progress marks (see PerfettoWriter.progress), for traces that have them:
 	// marks[i] is the time before which queue i's CPU has nothing more to come.
@@ -62,19 +73,92 @@ type queued struct {
 	hasArgs    bool // the event's Args are next in its queue's args
 }
 
-// eventQueue is one CPU's FIFO: a ring buffer whose capacity is a power of
-// two, grown by doubling when full and never compacted, so an event is copied
-// once in and once out however long it waits and the memory held follows the
-// longest the queue has been, not the length of the trace.
+// eventQueue is one CPU's FIFO: its bundles in arrival order, and a ring
+// buffer of records whose capacity is a power of two, grown by doubling when
+// full and never compacted, so a record is copied once in and once out however
+// long it waits and the memory held follows the longest the queue has been,
+// not the length of the trace. A Perfetto trace's CPU queues hold bundles and
+// the no-CPU queue records; were both queued on one CPU, they would be merged
+// by timestamp.
 type eventQueue struct {
 	buf  []queued // len(buf) is the capacity, a power of two (or 0)
 	head int      // index of the oldest event
 	n    int      // events queued
 	seen bool
 	args [][]string // Args of queued events that have them, oldest first
+
+	segs []*bundleSeg // bundles not yet fully released, oldest first; none is empty
+	cur  cpuCursor    // the task the CPU runs, as of the last switch released
 }
 
-func (q *eventQueue) len() int { return q.n }
+// len returns the number of events queued.
+func (q *eventQueue) len() int {
+	n := q.n
+	for _, s := range q.segs {
+		n += s.left()
+	}
+	return n
+}
+
+func (q *eventQueue) empty() bool { return q.n == 0 && len(q.segs) == 0 }
+
+// headTS returns the timestamp of the queue's next event, emptyHead when empty.
+func (q *eventQueue) headTS() int64 {
+	t := emptyHead
+	if q.n > 0 {
+		t = q.at(0).ts
+	}
+	if len(q.segs) > 0 {
+		t = min(t, q.segs[0].headTS())
+	}
+	return t
+}
+
+// bundleSeg is one CPU's ftrace bundle as it waits in the merger: the
+// compact_sched columns with timestamps made absolute, comms as ids of the
+// merger's strings and prev_state decoded, and the bundle's full events as
+// records. Its events are released by timestamp, ties going to full events
+// first, then switches, then wakings.
+type bundleSeg struct {
+	swTS    []int64
+	swState []TaskState
+	swTid   []int32
+	swPrio  []int32
+	swComm  []int32
+	wkTS    []int64
+	wkTid   []int32
+	wkCPU   []int32
+	wkPrio  []int32
+	wkComm  []int32
+	wkIRQ   []IRQContext
+	full    []queued
+	i, j, k int   // next switch, waking and full event
+	lastTS  int64 // the bundle's newest timestamp
+}
+
+// left returns the number of events not yet released.
+func (s *bundleSeg) left() int { return len(s.swTS) - s.i + len(s.wkTS) - s.j + len(s.full) - s.k }
+
+// next says which column holds the next event (1 switch, 2 waking, 3 full
+// event, 0 none) and its timestamp.
+func (s *bundleSeg) next() (int, int64) {
+	which, t := 0, emptyHead
+	if s.k < len(s.full) {
+		which, t = 3, s.full[s.k].ts
+	}
+	if s.i < len(s.swTS) && (which == 0 || s.swTS[s.i] < t) {
+		which, t = 1, s.swTS[s.i]
+	}
+	if s.j < len(s.wkTS) && (which == 0 || s.wkTS[s.j] < t) {
+		which, t = 2, s.wkTS[s.j]
+	}
+	return which, t
+}
+
+func (s *bundleSeg) headTS() int64 {
+	_, t := s.next()
+	return t
+}
 
 // at returns the i-th queued event, 0 being the oldest.
 func (q *eventQueue) at(i int) *queued { return &q.buf[(q.head+i)&(len(q.buf)-1)] }
@@ -153,6 +237,47 @@ func (m *merger) intern(s string) int32 {
 	return id
 }
 
+// newBundle returns an empty bundle to fill and hand to pushBundle (or
+// dropBundle).
+func (m *merger) newBundle() *bundleSeg {
+	if n := len(m.spare); n > 0 {
+		s := m.spare[n-1]
+		m.spare = m.spare[:n-1]
+		return s
+	}
+	return &bundleSeg{}
+}
+
+// dropBundle takes back a bundle from newBundle, empty or released.
+func (m *merger) dropBundle(s *bundleSeg) {
+	s.swTS, s.swState, s.swTid, s.swPrio, s.swComm = s.swTS[:0], s.swState[:0], s.swTid[:0], s.swPrio[:0], s.swComm[:0]
+	s.wkTS, s.wkTid, s.wkCPU, s.wkPrio, s.wkComm, s.wkIRQ = s.wkTS[:0], s.wkTid[:0], s.wkCPU[:0], s.wkPrio[:0], s.wkComm[:0], s.wkIRQ[:0]
+	s.full = s.full[:0]
+	s.i, s.j, s.k, s.lastTS = 0, 0, 0, 0
+	m.spare = append(m.spare, s)
+}
+
+// pushBundle queues a filled bundle of cpu's events; an empty one is dropped.
+func (m *merger) pushBundle(cpu int32, s *bundleSeg) {
+	if s.left() == 0 {
+		m.dropBundle(s)
+		return
+	}
+	i := int(cpu) + 1
+	m.grow(i)
+	q := &m.queues[i]
+	if !q.seen {
+		q.seen = true
+		m.active++
+	}
+	if q.empty() {
+		m.nonEmpty++
+	}
+	q.segs = append(q.segs, s)
+	m.heads[i] = q.headTS()
+	m.maxTS = max(m.maxTS, s.lastTS)
+}
+
 // push queues a copy of ev.
 func (m *merger) push(ev *Event) {
 	q, rec := m.slot(ev.CPU)
@@ -160,20 +285,33 @@ func (m *merger) push(ev *Event) {
 	m.pushed(ev.CPU)
 }
 
-// fill writes ev into rec, a slot of q.
-func (m *merger) fill(q *eventQueue, rec *queued, ev *Event) {
-	*rec = queued{ts: ev.TS, cloneFlags: ev.CloneFlags, pid: ev.Pid, tid: ev.Tid, tgid: ev.Tgid,
+// record returns ev as a record (without its Args).
+func (m *merger) record(ev *Event) queued {
+	return queued{ts: ev.TS, cloneFlags: ev.CloneFlags, pid: ev.Pid, tid: ev.Tid, tgid: ev.Tgid,
 		prio: ev.Prio, prevTid: ev.PrevTid, prevPrio: ev.PrevPrio, targetCPU: ev.TargetCPU,
 		comm: m.intern(ev.Comm), prevComm: m.intern(ev.PrevComm), prevState: ev.PrevState,
 		kind: ev.Kind, irq: ev.IRQ, ioWait: ev.IOWait}
+}
+
+// event writes rec, an event of cpu, into ev (without its Args).
+func (m *merger) event(rec *queued, cpu int32, ev *Event) {
+	*ev = Event{TS: rec.ts, Kind: rec.kind, CPU: cpu, Pid: rec.pid, Tid: rec.tid, Tgid: rec.tgid,
+		Comm: m.strs[rec.comm], Prio: rec.prio, PrevTid: rec.prevTid, PrevComm: m.strs[rec.prevComm],
+		PrevPrio: rec.prevPrio, PrevState: rec.prevState, IRQ: rec.irq, TargetCPU: rec.targetCPU,
+		CloneFlags: rec.cloneFlags, IOWait: rec.ioWait}
+}
+
+// fill writes ev into rec, a slot of q.
+func (m *merger) fill(q *eventQueue, rec *queued, ev *Event) {
+	*rec = m.record(ev)
 	if ev.Args != nil {
 		rec.hasArgs = true
 		q.args = append(q.args, ev.Args)
 	}
 }
 
-// slot returns cpu's queue and space for its next event; the caller fills it
-// and then calls pushed, or unslot to take it back.
+// slot returns cpu's queue and space for its next record; the caller fills
+// it and then calls pushed.
 func (m *merger) slot(cpu int32) (*eventQueue, *queued) {
 	i := max(int(cpu)+1, 0)
 	m.grow(i)
@@ -181,12 +319,7 @@ func (m *merger) slot(cpu int32) (*eventQueue, *queued) {
 	return q, q.slot()
 }
 
-// unslot takes back the slot slot just gave out for cpu.
-func (m *merger) unslot(cpu int32) {
-	m.queues[max(int(cpu)+1, 0)].n--
-}
-
-// pushed accounts for the event just written into cpu's slot.
+// pushed accounts for the record just written into cpu's slot.
 func (m *merger) pushed(cpu int32) {
 	i := max(int(cpu)+1, 0)
 	q := &m.queues[i]
@@ -196,13 +329,11 @@ func (m *merger) pushed(cpu int32) {
 			q.seen = true
 			m.active++
 		}
-		if q.n == 1 {
+		if q.n == 1 && len(q.segs) == 0 {
 			m.nonEmpty++
 		}
 	}
-	if q.n == 1 {
-		m.heads[i] = ts
-	}
+	m.heads[i] = q.headTS()
 	if ts > m.maxTS {
 		m.maxTS = ts
 	}
@@ -211,25 +342,49 @@ func (m *merger) pushed(cpu int32) {
 // pop moves the next event into ev, reporting false when none can be released
 // yet (or, after finish, when all are out).
 func (m *merger) pop(ev *Event) bool {
-	best, bestTS := -1, emptyHead
-	for i, ts := range m.heads {
-		if ts < bestTS {
-			best, bestTS = i, ts
+	for {
+		best, bestTS := -1, emptyHead
+		for i, ts := range m.heads {
+			if ts < bestTS {
+				best, bestTS = i, ts
+			}
 		}
+		if best < 0 {
+			return false
+		}
+		allQueued := m.cpus > 0 && m.active >= m.cpus && m.nonEmpty == m.active
+		if !m.eof && !allQueued && bestTS > m.maxTS-m.window && !m.markedBefore(bestTS) {
+			return false
+		}
+		q := &m.queues[best]
+		cpu := int32(best) - 1
+		ok := true
+		if q.n > 0 && q.at(0).ts == bestTS {
+			m.popRecord(q, cpu, ev)
+		} else {
+			ok = m.popBundle(q, cpu, ev)
+		}
+		m.heads[best] = q.headTS()
+		if best > 0 && q.empty() {
+			m.nonEmpty--
+			m.stale = true
+		}
+		if !ok {
+			continue
+		}
+		if ev.TS < m.lastOut {
+			m.late++
+		} else {
+			m.lastOut = ev.TS
+		}
+		return true
 	}
-	if best < 0 {
-		return false
-	}
-	allQueued := m.cpus > 0 && m.active >= m.cpus && m.nonEmpty == m.active
-	if !m.eof && !allQueued && bestTS > m.maxTS-m.window && !m.markedBefore(bestTS) {
-		return false
-	}
-	q := &m.queues[best]
+}
+
+// popRecord releases q's oldest record.
+func (m *merger) popRecord(q *eventQueue, cpu int32, ev *Event) {
 	rec := q.at(0)
-	*ev = Event{TS: rec.ts, Kind: rec.kind, CPU: int32(best) - 1, Pid: rec.pid, Tid: rec.tid, Tgid: rec.tgid,
-		Comm: m.strs[rec.comm], Prio: rec.prio, PrevTid: rec.prevTid, PrevComm: m.strs[rec.prevComm],
-		PrevPrio: rec.prevPrio, PrevState: rec.prevState, IRQ: rec.irq, TargetCPU: rec.targetCPU,
-		CloneFlags: rec.cloneFlags, IOWait: rec.ioWait}
+	m.event(rec, cpu, ev)
 	if rec.hasArgs {
 		ev.Args = q.args[0]
 		q.args[0] = nil
@@ -240,21 +395,56 @@ func (m *merger) pop(ev *Event) bool {
 	}
 	q.head = (q.head + 1) & (len(q.buf) - 1)
 	q.n--
-	if q.n == 0 {
-		m.heads[best] = emptyHead
-		if best > 0 {
-			m.nonEmpty--
-			m.stale = true
+}
+
+// popBundle releases the next event of q's oldest bundle, filling in what
+// compact_sched leaves implicit from the CPU's cursor. It reports false for an
+// event dropped because nothing yet says who ran on the CPU.
+func (m *merger) popBundle(q *eventQueue, cpu int32, ev *Event) bool {
+	s := q.segs[0]
+	cur := &q.cur
+	keep := true
+	switch which, ts := s.next(); which {
+	case 1:
+		i := s.i
+		s.i++
+		if !cur.known {
+			// Nothing says who was switched out: like trace_processor, only
+			// remember who came in.
+			m.unknownPrev++
+			keep = false
+		} else {
+			*ev = Event{TS: ts, Kind: KindSwitch, CPU: cpu, Pid: cur.tid,
+				PrevTid: cur.tid, PrevComm: m.strs[cur.commID], PrevPrio: cur.prio, PrevState: s.swState[i],
+				Tid: s.swTid[i], Comm: m.strs[s.swComm[i]], Prio: s.swPrio[i]}
 		}
-	} else {
-		m.heads[best] = q.at(0).ts
+		*cur = cpuCursor{known: true, tid: s.swTid[i], commID: s.swComm[i], prio: s.swPrio[i]}
+	case 2:
+		j := s.j
+		s.j++
+		if !cur.known {
+			m.earlyWaking++
+			keep = false
+		} else {
+			*ev = Event{TS: ts, Kind: KindWaking, CPU: cpu, Pid: cur.tid,
+				Tid: s.wkTid[j], Comm: m.strs[s.wkComm[j]], Prio: s.wkPrio[j],
+				TargetCPU: s.wkCPU[j], IRQ: s.wkIRQ[j]}
+		}
+	case 3:
+		rec := &s.full[s.k]
+		s.k++
+		m.event(rec, cpu, ev)
+		if rec.kind == KindSwitch {
+			*cur = cpuCursor{known: true, tid: rec.tid, commID: rec.comm, prio: rec.prio}
+		}
 	}
-	if ev.TS < m.lastOut {
-		m.late++
-	} else {
-		m.lastOut = ev.TS
+	if s.left() == 0 {
+		n := copy(q.segs, q.segs[1:])
+		q.segs[n] = nil
+		q.segs = q.segs[:n]
+		m.dropBundle(s)
 	}
-	return true
+	return keep
 }
 
 func (m *merger) finish() { m.eof = true }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -28,7 +29,6 @@ type PerfettoReader struct {
 	merge *merger
 	eof   bool
 
-	cpus   []cpuCursor // per CPU: who is running, for compact_sched's implicit fields
 	layout *stateLayout
 	lastTS int64 // newest packet timestamp, for packets that carry none
 	crop   cropState
@@ -67,6 +67,18 @@ func (r *PerfettoReader) Stats() ReadStats {
 	s := r.stats
 	s.OutOfOrder = r.merge.late
 	s.Cropped = r.crop.dropped
+	if m := r.merge; m.unknownPrev > 0 || m.earlyWaking > 0 {
+		s.Skipped = maps.Clone(s.Skipped)
+		if s.Skipped == nil {
+			s.Skipped = map[string]int64{}
+		}
+		if m.unknownPrev > 0 {
+			s.Skipped["compact sched_switch with unknown prev"] += m.unknownPrev
+		}
+		if m.earlyWaking > 0 {
+			s.Skipped["compact sched_waking before any switch on its cpu"] += m.earlyWaking
+		}
+	}
 	return s
 }
 
@@ -299,16 +311,14 @@ func (r *PerfettoReader) progressMark(b *bundleCols, hasTS bool, ts uint64) bool
 	return true
 }
 
-// handleBundle turns one CPU's bundle into events: compact switches and
-// wakings and full events, merged by timestamp, with compact_sched's implicit
-// fields filled from the CPU's cursor.
+// handleBundle queues one CPU's bundle in the merger: its compact switch and
+// waking columns with absolute timestamps, interned comms and decoded states,
+// and its full events converted. The merger releases them in timestamp order
+// and fills in compact_sched's implicit fields from the CPU's cursor.
 func (r *PerfettoReader) handleBundle(off int64, b *bundleCols) error {
 	cpu := int32(b.cpu)
 	if b.cpu > 1<<16 {
 		return r.errorf(off, ErrCorrupt, "ftrace bundle for cpu %d", b.cpu)
-	}
-	for int(cpu) >= len(r.cpus) {
-		r.cpus = append(r.cpus, cpuCursor{})
 	}
 	if b.lost {
 		if r.stats.LostGaps == nil {
@@ -325,94 +335,56 @@ func (r *PerfettoReader) handleBundle(off int64, b *bundleCols) error {
 		return r.errorf(off, ErrCorrupt, "compact_sched waking columns of unequal length on cpu %d", cpu)
 	}
 	intern := r.internTable(b.intern)
+	for _, c := range [2][]uint32{b.swComm, b.wkComm} {
+		for _, ci := range c {
+			if int(ci) >= len(intern) {
+				return r.errorf(off, ErrCorrupt, "compact_sched comm index %d beyond intern table of %d", ci, len(intern))
+			}
+		}
+	}
 	r.crop.firstBundle(cpu, b)
-	cur := &r.cpus[cpu]
-	full := b.full
-	var swTS, wkTS uint64
-	i, j, k := 0, 0, 0
-	// Peek the next timestamp of each column without consuming it.
-	nextSw := func() (int64, bool) {
-		if i >= sw {
-			return 0, false
-		}
-		return int64(swTS + b.swTS[i]), true
+
+	s := r.merge.newBundle()
+	s.swTS, s.swState = grow(s.swTS, sw), grow(s.swState, sw)
+	s.swTid, s.swPrio, s.swComm = append(s.swTid, b.swPid...), append(s.swPrio, b.swPrio...), grow(s.swComm, sw)
+	var ts uint64
+	for i := range sw {
+		ts += b.swTS[i]
+		s.swTS[i] = int64(ts)
+		s.swState[i] = r.layout.decode(b.swState[i])
+		s.swComm[i] = intern[b.swComm[i]]
 	}
-	nextWk := func() (int64, bool) {
-		if j >= wk {
-			return 0, false
+	s.lastTS = int64(ts)
+	s.wkTS, s.wkComm, s.wkIRQ = grow(s.wkTS, wk), grow(s.wkComm, wk), grow(s.wkIRQ, wk)
+	s.wkTid, s.wkCPU, s.wkPrio = append(s.wkTid, b.wkPid...), append(s.wkCPU, b.wkCPU...), append(s.wkPrio, b.wkPrio...)
+	ts = 0
+	for j := range wk {
+		ts += b.wkTS[j]
+		s.wkTS[j] = int64(ts)
+		s.wkComm[j] = intern[b.wkComm[j]]
+		s.wkIRQ[j] = IRQNone
+		if j < len(b.wkFlags) {
+			s.wkIRQ[j] = irqFromFlags(b.wkFlags[j])
 		}
-		return int64(wkTS + b.wkTS[j]), true
 	}
-	for i < sw || j < wk || k < len(full) {
-		// Ties go full events first, then switches, then wakings.
-		which := 0
-		var best int64
-		if k < len(full) {
-			which, best = 3, int64(full[k].Timestamp)
+	s.lastTS = max(s.lastTS, int64(ts))
+	var ev Event
+	for _, fe := range b.full {
+		if r.fullEvent(cpu, fe, &ev) {
+			s.full = append(s.full, r.merge.record(&ev))
+			s.lastTS = max(s.lastTS, ev.TS)
 		}
-		if t, ok := nextSw(); ok && (which == 0 || t < best) {
-			which, best = 1, t
-		}
-		if t, ok := nextWk(); ok && (which == 0 || t < best) {
-			which, best = 2, t
-		}
-		q, rec := r.merge.slot(cpu)
-		keep := true
-		switch which {
-		case 1:
-			swTS += b.swTS[i]
-			ci := b.swComm[i]
-			if int(ci) >= len(intern) {
-				r.merge.unslot(cpu)
-				return r.errorf(off, ErrCorrupt, "compact_sched comm index %d beyond intern table of %d", ci, len(intern))
-			}
-			*rec = queued{ts: best, kind: KindSwitch,
-				pid: cur.tid, prevTid: cur.tid, prevComm: cur.commID, prevPrio: cur.prio,
-				prevState: r.layout.decode(b.swState[i]),
-				tid:       b.swPid[i], comm: intern[ci], prio: b.swPrio[i]}
-			i++
-			if !cur.known {
-				// Nothing says who was switched out: like trace_processor, only
-				// remember who came in.
-				*cur = cpuCursor{known: true, tid: rec.tid, commID: rec.comm, prio: rec.prio}
-				r.stats.skip("compact sched_switch with unknown prev")
-				keep = false
-			}
-		case 2:
-			wkTS += b.wkTS[j]
-			ci := b.wkComm[j]
-			if int(ci) >= len(intern) {
-				r.merge.unslot(cpu)
-				return r.errorf(off, ErrCorrupt, "compact_sched comm index %d beyond intern table of %d", ci, len(intern))
-			}
-			*rec = queued{ts: best, kind: KindWaking, pid: cur.tid,
-				tid: b.wkPid[j], comm: intern[ci], prio: b.wkPrio[j],
-				targetCPU: b.wkCPU[j]}
-			if j < len(b.wkFlags) {
-				rec.irq = irqFromFlags(b.wkFlags[j])
-			}
-			j++
-			if !cur.known {
-				r.stats.skip("compact sched_waking before any switch on its cpu")
-				keep = false
-			}
-		case 3:
-			var ev Event
-			if keep = r.fullEvent(cpu, full[k], &ev); keep {
-				r.merge.fill(q, rec, &ev)
-			}
-			k++
-		}
-		if !keep {
-			r.merge.unslot(cpu)
-			continue
-		}
-		if rec.kind == KindSwitch {
-			*cur = cpuCursor{known: true, tid: rec.tid, commID: rec.comm, prio: rec.prio}
-		}
-		r.merge.pushed(cpu)
 	}
+	r.merge.pushBundle(cpu, s)
 	return nil
+}
+
+// grow returns s with length n, its contents undefined.
+func grow[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n, max(n, 2*cap(s)))
+	}
+	return s[:n]
 }
 
 // internTable turns a bundle's intern table into the merger's string ids,
