@@ -201,8 +201,9 @@ func ForEach(r Reader, fn func(*Event) error) error {
 // line, batch by batch, on the caller's goroutine.
 func ReadAhead(r Reader, fn func([]Event)) error {
 	const (
-		batchLen = 4096 // events: ~0.5 MiB: a goroutine hand-over costs microseconds, a batch about 0.2 ms
-		inFlight = 4
+		batchLen  = 4096 // events: ~0.5 MiB: a goroutine hand-over costs microseconds, a batch about 0.2 ms
+		inFlight  = 4
+		inlineLen = 256 // events: 32 KiB, so a batch read in line stays in L1
 	)
 	fill := func(evs []Event) ([]Event, error) {
 		for i := range evs {
@@ -216,7 +217,7 @@ func ReadAhead(r Reader, fn func([]Event)) error {
 		return evs, nil
 	}
 	if runtime.GOMAXPROCS(0) < 2 {
-		evs := make([]Event, batchLen)
+		evs := make([]Event, inlineLen)
 		for {
 			got, err := fill(evs)
 			fn(got)
