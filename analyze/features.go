@@ -149,12 +149,11 @@ func (c *collector) add(ev *observe.Event) {
 			c.smt.advance(ev.TS)
 		}
 		c.sched.Add(ev)
+		prev, next := c.sched.LastSwitch()
 		// Switch-outs are counted from the event, not from the slice: the
 		// prev_state is known even when the trace missed the switch-in.
 		if ev.PrevTid != 0 {
-			// The tracker has just resolved PrevTid, so Get finds it
-			// (without reading the Thread, as Lookup would).
-			a := c.grow(c.threads.Get(ev.PrevTid))
+			a := c.grow(prev)
 			k := outKind(ev.PrevState)
 			a.outs[k]++
 			a.lastOutD = k == outDisk
@@ -163,11 +162,7 @@ func (c *collector) add(ev *observe.Event) {
 			}
 		}
 		if c.smt != nil && ev.CPU >= 0 {
-			u := 0
-			if ev.Tid != 0 {
-				u = c.threads.Get(ev.Tid)
-			}
-			c.smt.set(ev.CPU, u)
+			c.smt.set(ev.CPU, next)
 		}
 		return
 	}

@@ -32,6 +32,8 @@ type Sched struct {
 	cpus  []pendingSlice
 	state []threadState // by utid
 	stats SchedStats
+
+	lastPrev, lastNext int // UTIDs of the last switch's outgoing and incoming tasks
 }
 
 // SliceRow is one row of trace_processor's sched table.
@@ -104,6 +106,11 @@ func NewSched(t *Threads) *Sched { return &Sched{threads: t} }
 
 // Threads returns the thread table the tracker fills.
 func (s *Sched) Threads() *Threads { return s.threads }
+
+// LastSwitch returns the UTIDs of the outgoing and incoming task of the last
+// switch Add applied, so a caller that follows a switch with its own
+// per-thread accounting need not resolve the tids again.
+func (s *Sched) LastSwitch() (prev, next int) { return s.lastPrev, s.lastNext }
 
 // Stats returns what the tracker counted.
 func (s *Sched) Stats() SchedStats { return s.stats }
@@ -215,6 +222,7 @@ func (s *Sched) switchEvent(ev *Event) {
 	t := s.threads
 	next := s.utid(ev.Tid)
 	prev := s.utid(ev.PrevTid)
+	s.lastPrev, s.lastNext = prev, next
 	t.setName(next, ev.TS, ev.Comm)
 	t.setName(prev, ev.TS, ev.PrevComm)
 
