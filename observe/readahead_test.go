@@ -33,7 +33,7 @@ func (r *countingReader) Close() error     { return nil }
 func TestReadAhead(t *testing.T) {
 	broken := errors.New("damaged")
 	for _, procs := range []int{1, 2} {
-		for _, n := range []int{0, 1, 4095, 4096, 4097, 3*4096 + 17} {
+		for _, n := range []int{0, 1, 255, 256, 4095, 4096, 4097, 3*4096 + 17, stintEvents + 3*probeEvents + 5, 2*stintEvents + 5*probeEvents + 4096} {
 			for _, end := range []error{io.EOF, broken} {
 				t.Run(fmt.Sprintf("procs=%d/n=%d/%v", procs, n, end), func(t *testing.T) {
 					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 )
 
 // Reader streams a trace's events in timestamp order.
@@ -186,81 +185,5 @@ func ForEach(r Reader, fn func(*Event) error) error {
 		if err := fn(&ev); err != nil {
 			return err
 		}
-	}
-}
-
-// ReadAhead calls fn with every event of r, in order and in batches, while a
-// goroutine of its own reads the batches that follow: decoding a trace and
-// what fn does with it run on two CPUs at once. It returns nil at the end of
-// the trace, or r's error once fn has seen every event before it. fn must not
-// keep the slice: its memory is reused for later batches. r must not be used
-// by anything else until ReadAhead returns; then r.Info and r.Stats are
-// complete.
-//
-// With GOMAXPROCS=1 there is no second CPU to read on, and ReadAhead reads in
-// line, batch by batch, on the caller's goroutine.
-//
-// What the second CPU buys depends on where the two goroutines run: each
-// event crosses from one CPU's cache to the other's, and a recycled batch
-// back. On a 2-vCPU VM, analyzing make bench's 1.78 M-event trace took 67-81
-// ms against 119 ms in line in some hours and ~150 ms in others (the same
-// binary; profiled, the time went to writing events into batch memory the
-// other CPU had just read). Polling the channels instead of blocking did not
-// change the slow case.
-func ReadAhead(r Reader, fn func([]Event)) error {
-	const (
-		batchLen  = 4096 // events: ~0.5 MiB: a goroutine hand-over costs microseconds, a batch about 0.2 ms
-		inFlight  = 4
-		inlineLen = 256 // events: 32 KiB, so a batch read in line stays in L1
-	)
-	fill := func(evs []Event) ([]Event, error) {
-		for i := range evs {
-			if err := r.Next(&evs[i]); err != nil {
-				if errors.Is(err, io.EOF) {
-					err = nil
-				}
-				return evs[:i], err
-			}
-		}
-		return evs, nil
-	}
-	if runtime.GOMAXPROCS(0) < 2 {
-		evs := make([]Event, inlineLen)
-		for {
-			got, err := fill(evs)
-			fn(got)
-			if err != nil || len(got) < len(evs) {
-				return err
-			}
-		}
-	}
-	type batch struct {
-		evs []Event
-		err error
-		end bool
-	}
-	free := make(chan *batch, inFlight)
-	full := make(chan *batch, inFlight)
-	for range inFlight {
-		free <- &batch{evs: make([]Event, batchLen)}
-	}
-	go func() {
-		for {
-			b := <-free
-			got, err := fill(b.evs[:batchLen])
-			b.evs, b.err, b.end = got, err, err != nil || len(got) < batchLen
-			full <- b
-			if b.end {
-				return
-			}
-		}
-	}()
-	for {
-		b := <-full
-		fn(b.evs)
-		if b.end {
-			return b.err
-		}
-		free <- b
 	}
 }
