@@ -34,6 +34,12 @@ func ReadAhead(r Reader, fn func([]Event)) error {
 			}
 		}
 	}
+	// The trace's first events (process trees, every thread's first
+	// appearance, cold caches) are slower to read and analyse whichever way:
+	// they are not timed.
+	if _, done, err := ra.stintInline(probeEvents); done {
+		return err
+	}
 	for {
 		// Time a stint each way, then run the faster for longer.
 		tIn, done, err := ra.stintInline(probeEvents)
