@@ -8,6 +8,10 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	pb "temper.codes/temper-train/observe/perfettopb"
 )
 
 // readErr reads data to the end and returns the error that stopped it.
@@ -57,6 +61,8 @@ func TestBadInputErrors(t *testing.T) {
 		{"huge record length", []byte{0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f}, ErrCorrupt, "byte 0"},
 		{"bad gzip", []byte{0x1f, 0x8b, 0x00}, ErrCorrupt, "byte 0"},
 		{"truncated gzip", gz(good)[:60], ErrTruncated, "byte "},
+		{"compact switch comm index beyond the intern table", compactTrace(t, 0, 5), ErrCorrupt, "byte 0"},
+		{"compact waking comm index beyond the intern table", compactTrace(t, 5, 0), ErrCorrupt, "byte 0"},
 		{"text with a garbage line", []byte(text + "hello world\n"), ErrCorrupt, "in.trace:4"},
 		{"text with a bad state", []byte(strings.Replace(text, "prev_state=S", "prev_state=Q", 1)), ErrCorrupt, "in.trace:3"},
 		{"text cut mid-line", []byte(text[:len(text)-40]), ErrTruncated, "in.trace:3"},
@@ -81,4 +87,25 @@ func TestBadInputErrors(t *testing.T) {
 			t.Log(msg)
 		})
 	}
+}
+
+// compactTrace returns a trace of one compact_sched bundle with a one-entry
+// intern table, one switch and one waking naming the given comm indexes.
+func compactTrace(t *testing.T, swComm, wkComm uint32) []byte {
+	ts := uint64(1000)
+	pkt := &pb.TracePacket{Timestamp: &ts, Data: &pb.TracePacket_FtraceEvents{FtraceEvents: &pb.FtraceEventBundle{
+		Cpu: 0,
+		CompactSched: &pb.FtraceEventBundle_CompactSched{
+			InternTable:     [][]byte{[]byte("worker")},
+			SwitchTimestamp: []uint64{1000}, SwitchPrevState: []int64{1}, SwitchNextPid: []int32{42},
+			SwitchNextPrio: []int32{120}, SwitchNextCommIndex: []uint32{swComm},
+			WakingTimestamp: []uint64{1001}, WakingPid: []int32{43}, WakingTargetCpu: []int32{0},
+			WakingPrio: []int32{120}, WakingCommIndex: []uint32{wkComm},
+		},
+	}}}
+	b, err := proto.Marshal(pkt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), b)
 }

@@ -38,9 +38,8 @@ type merger struct {
 	strs []string         // interned comms, by id; id 0 is ""
 	ids  map[string]int32 // id of each string in strs
 
-	spare       []*bundleSeg // released bundles, for reuse
-	unknownPrev int64        // compact switches dropped: nothing said who was switched out
-	earlyWaking int64        // compact wakings dropped: no switch yet said who ran
+	spare []*bundleSeg // released bundles, for reuse
+	stats *ReadStats   // where compact events dropped on release are counted
 
 	// Progress marks (see PerfettoWriter.progress), for traces that have them:
 	// marks[i] is the time before which queue i's CPU has nothing more to come.
@@ -164,8 +163,7 @@ func (s *bundleSeg) headTS() int64 {
 func (q *eventQueue) at(i int) *queued { return &q.buf[(q.head+i)&(len(q.buf)-1)] }
 
 // slot appends a record to the queue and returns it to be filled in place.
-// The record holds stale data: the caller assigns it whole (not zeroing it
-// here saves writing every queued event twice).
+// The record holds stale data: the caller assigns it whole.
 func (q *eventQueue) slot() *queued {
 	if q.n == len(q.buf) {
 		buf := make([]queued, max(64, 2*len(q.buf)))
@@ -222,8 +220,8 @@ func (m *merger) markedBefore(ts int64) bool {
 
 const emptyHead = int64(^uint64(0) >> 1)
 
-func newMerger(window int64) *merger {
-	return &merger{window: window, strs: []string{""}, ids: map[string]int32{"": 0}}
+func newMerger(window int64, stats *ReadStats) *merger {
+	return &merger{window: window, stats: stats, strs: []string{""}, ids: map[string]int32{"": 0}}
 }
 
 // intern returns the id of s in m.strs.
@@ -278,11 +276,28 @@ func (m *merger) pushBundle(cpu int32, s *bundleSeg) {
 	m.maxTS = max(m.maxTS, s.lastTS)
 }
 
-// push queues a copy of ev.
+// push queues a copy of ev as a record.
 func (m *merger) push(ev *Event) {
-	q, rec := m.slot(ev.CPU)
-	m.fill(q, rec, ev)
-	m.pushed(ev.CPU)
+	i := max(int(ev.CPU)+1, 0)
+	m.grow(i)
+	q := &m.queues[i]
+	if i > 0 {
+		if !q.seen {
+			q.seen = true
+			m.active++
+		}
+		if q.empty() {
+			m.nonEmpty++
+		}
+	}
+	rec := q.slot()
+	*rec = m.record(ev)
+	if ev.Args != nil {
+		rec.hasArgs = true
+		q.args = append(q.args, ev.Args)
+	}
+	m.heads[i] = q.headTS()
+	m.maxTS = max(m.maxTS, ev.TS)
 }
 
 // record returns ev as a record (without its Args).
@@ -299,44 +314,6 @@ func (m *merger) event(rec *queued, cpu int32, ev *Event) {
 		Comm: m.strs[rec.comm], Prio: rec.prio, PrevTid: rec.prevTid, PrevComm: m.strs[rec.prevComm],
 		PrevPrio: rec.prevPrio, PrevState: rec.prevState, IRQ: rec.irq, TargetCPU: rec.targetCPU,
 		CloneFlags: rec.cloneFlags, IOWait: rec.ioWait}
-}
-
-// fill writes ev into rec, a slot of q.
-func (m *merger) fill(q *eventQueue, rec *queued, ev *Event) {
-	*rec = m.record(ev)
-	if ev.Args != nil {
-		rec.hasArgs = true
-		q.args = append(q.args, ev.Args)
-	}
-}
-
-// slot returns cpu's queue and space for its next record; the caller fills
-// it and then calls pushed.
-func (m *merger) slot(cpu int32) (*eventQueue, *queued) {
-	i := max(int(cpu)+1, 0)
-	m.grow(i)
-	q := &m.queues[i]
-	return q, q.slot()
-}
-
-// pushed accounts for the record just written into cpu's slot.
-func (m *merger) pushed(cpu int32) {
-	i := max(int(cpu)+1, 0)
-	q := &m.queues[i]
-	ts := q.at(q.n - 1).ts
-	if i > 0 {
-		if !q.seen {
-			q.seen = true
-			m.active++
-		}
-		if q.n == 1 && len(q.segs) == 0 {
-			m.nonEmpty++
-		}
-	}
-	m.heads[i] = q.headTS()
-	if ts > m.maxTS {
-		m.maxTS = ts
-	}
 }
 
 // pop moves the next event into ev, reporting false when none can be released
@@ -411,7 +388,7 @@ func (m *merger) popBundle(q *eventQueue, cpu int32, ev *Event) bool {
 		if !cur.known {
 			// Nothing says who was switched out: like trace_processor, only
 			// remember who came in.
-			m.unknownPrev++
+			m.stats.skip("compact sched_switch with unknown prev")
 			keep = false
 		} else {
 			*ev = Event{TS: ts, Kind: KindSwitch, CPU: cpu, Pid: cur.tid,
@@ -423,7 +400,7 @@ func (m *merger) popBundle(q *eventQueue, cpu int32, ev *Event) bool {
 		j := s.j
 		s.j++
 		if !cur.known {
-			m.earlyWaking++
+			m.stats.skip("compact sched_waking before any switch on its cpu")
 			keep = false
 		} else {
 			*ev = Event{TS: ts, Kind: KindWaking, CPU: cpu, Pid: cur.tid,

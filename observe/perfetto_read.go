@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -49,14 +49,15 @@ type cpuCursor struct {
 }
 
 func newPerfettoReader(br *bufio.Reader, name string) *PerfettoReader {
-	return &PerfettoReader{
+	r := &PerfettoReader{
 		name:   name,
 		br:     br,
 		info:   TraceInfo{Format: FormatPerfetto},
 		layout: layoutFor(""),
-		merge:  newMerger(defaultSortWindow),
 		unm:    proto.UnmarshalOptions{DiscardUnknown: true},
 	}
+	r.merge = newMerger(defaultSortWindow, &r.stats)
+	return r
 }
 
 // Info implements Reader.
@@ -67,18 +68,6 @@ func (r *PerfettoReader) Stats() ReadStats {
 	s := r.stats
 	s.OutOfOrder = r.merge.late
 	s.Cropped = r.crop.dropped
-	if m := r.merge; m.unknownPrev > 0 || m.earlyWaking > 0 {
-		s.Skipped = maps.Clone(s.Skipped)
-		if s.Skipped == nil {
-			s.Skipped = map[string]int64{}
-		}
-		if m.unknownPrev > 0 {
-			s.Skipped["compact sched_switch with unknown prev"] += m.unknownPrev
-		}
-		if m.earlyWaking > 0 {
-			s.Skipped["compact sched_waking before any switch on its cpu"] += m.earlyWaking
-		}
-	}
 	return s
 }
 
@@ -335,30 +324,31 @@ func (r *PerfettoReader) handleBundle(off int64, b *bundleCols) error {
 		return r.errorf(off, ErrCorrupt, "compact_sched waking columns of unequal length on cpu %d", cpu)
 	}
 	intern := r.internTable(b.intern)
-	for _, c := range [2][]uint32{b.swComm, b.wkComm} {
-		for _, ci := range c {
-			if int(ci) >= len(intern) {
-				return r.errorf(off, ErrCorrupt, "compact_sched comm index %d beyond intern table of %d", ci, len(intern))
-			}
-		}
-	}
-	r.crop.firstBundle(cpu, b)
-
 	s := r.merge.newBundle()
-	s.swTS, s.swState = grow(s.swTS, sw), grow(s.swState, sw)
-	s.swTid, s.swPrio, s.swComm = append(s.swTid, b.swPid...), append(s.swPrio, b.swPrio...), grow(s.swComm, sw)
+	badComm := func(ci uint32) error {
+		r.merge.dropBundle(s)
+		return r.errorf(off, ErrCorrupt, "compact_sched comm index %d beyond intern table of %d", ci, len(intern))
+	}
+	s.swTS, s.swState = slices.Grow(s.swTS, sw)[:sw], slices.Grow(s.swState, sw)[:sw]
+	s.swTid, s.swPrio, s.swComm = append(s.swTid, b.swPid...), append(s.swPrio, b.swPrio...), slices.Grow(s.swComm, sw)[:sw]
 	var ts uint64
 	for i := range sw {
+		if int(b.swComm[i]) >= len(intern) {
+			return badComm(b.swComm[i])
+		}
 		ts += b.swTS[i]
 		s.swTS[i] = int64(ts)
 		s.swState[i] = r.layout.decode(b.swState[i])
 		s.swComm[i] = intern[b.swComm[i]]
 	}
 	s.lastTS = int64(ts)
-	s.wkTS, s.wkComm, s.wkIRQ = grow(s.wkTS, wk), grow(s.wkComm, wk), grow(s.wkIRQ, wk)
+	s.wkTS, s.wkComm, s.wkIRQ = slices.Grow(s.wkTS, wk)[:wk], slices.Grow(s.wkComm, wk)[:wk], slices.Grow(s.wkIRQ, wk)[:wk]
 	s.wkTid, s.wkCPU, s.wkPrio = append(s.wkTid, b.wkPid...), append(s.wkCPU, b.wkCPU...), append(s.wkPrio, b.wkPrio...)
 	ts = 0
 	for j := range wk {
+		if int(b.wkComm[j]) >= len(intern) {
+			return badComm(b.wkComm[j])
+		}
 		ts += b.wkTS[j]
 		s.wkTS[j] = int64(ts)
 		s.wkComm[j] = intern[b.wkComm[j]]
@@ -368,6 +358,7 @@ func (r *PerfettoReader) handleBundle(off int64, b *bundleCols) error {
 		}
 	}
 	s.lastTS = max(s.lastTS, int64(ts))
+	r.crop.firstBundle(cpu, b)
 	var ev Event
 	for _, fe := range b.full {
 		if r.fullEvent(cpu, fe, &ev) {
@@ -377,14 +368,6 @@ func (r *PerfettoReader) handleBundle(off int64, b *bundleCols) error {
 	}
 	r.merge.pushBundle(cpu, s)
 	return nil
-}
-
-// grow returns s with length n, its contents undefined.
-func grow[T any](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n, max(n, 2*cap(s)))
-	}
-	return s[:n]
 }
 
 // internTable turns a bundle's intern table into the merger's string ids,
