@@ -206,7 +206,7 @@ END {
 		ratio, verdict(ratio >= 10), med(big ".analyze1.rate") / med(big ".timehist.rate"), med(big ".timehist.wall") / med(big ".analyze.wall")
 	printf "  analyze events/s per core (GOMAXPROCS=1)  %6.2f M     >= 10 M         %s   (per CPU-second: %.2f M; short trace: %.2f M)\n",
 		percore / 1e6, verdict(percore >= 10e6), med(big ".analyze1.cpurate") / 1e6, med("short.analyze1.rate") / 1e6
-	if (cnt["long.rss"] || cnt["long.analyze.rss"]) {
+	if (cnt["long.analyze.rss"]) {
 		r = med("long.analyze.rss") / med("short.analyze.rss")
 		printf "  peak RSS, %2dx longer trace                 %7.2fx     <= 1.25x (flat) %s   (%.1f -> %.1f MiB; GOMAXPROCS=1: %.1f -> %.1f MiB)\n", long, r, verdict(r <= 1.25),
 			med("short.analyze.rss"), med("long.analyze.rss"), med("short.analyze1.rss"), med("long.analyze1.rss")
