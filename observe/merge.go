@@ -108,7 +108,7 @@ func (q *eventQueue) headTS() int64 {
 		t = q.at(0).ts
 	}
 	if len(q.segs) > 0 {
-		t = min(t, q.segs[0].headTS())
+		t = min(t, q.segs[0].at)
 	}
 	return t
 }
@@ -133,14 +133,19 @@ type bundleSeg struct {
 	full    []queued
 	i, j, k int   // next switch, waking and full event
 	lastTS  int64 // the bundle's newest timestamp
+
+	// The next event to release (see advance): its column, 0 when none is
+	// left, and its timestamp (emptyHead when none).
+	which int
+	at    int64
 }
 
 // left returns the number of events not yet released.
 func (s *bundleSeg) left() int { return len(s.swTS) - s.i + len(s.wkTS) - s.j + len(s.full) - s.k }
 
-// next says which column holds the next event (1 switch, 2 waking, 3 full
-// event, 0 none) and its timestamp.
-func (s *bundleSeg) next() (int, int64) {
+// advance finds the next event to release: the column that holds it (1
+// switch, 2 waking, 3 full event, 0 none left) and its timestamp.
+func (s *bundleSeg) advance() {
 	which, t := 0, emptyHead
 	if s.k < len(s.full) {
 		which, t = 3, s.full[s.k].ts
@@ -151,12 +156,7 @@ func (s *bundleSeg) next() (int, int64) {
 	if s.j < len(s.wkTS) && (which == 0 || s.wkTS[s.j] < t) {
 		which, t = 2, s.wkTS[s.j]
 	}
-	return which, t
-}
-
-func (s *bundleSeg) headTS() int64 {
-	_, t := s.next()
-	return t
+	s.which, s.at = which, t
 }
 
 // at returns the i-th queued event, 0 being the oldest.
@@ -251,7 +251,7 @@ func (m *merger) dropBundle(s *bundleSeg) {
 	s.swTS, s.swState, s.swTid, s.swPrio, s.swComm = s.swTS[:0], s.swState[:0], s.swTid[:0], s.swPrio[:0], s.swComm[:0]
 	s.wkTS, s.wkTid, s.wkCPU, s.wkPrio, s.wkComm, s.wkIRQ = s.wkTS[:0], s.wkTid[:0], s.wkCPU[:0], s.wkPrio[:0], s.wkComm[:0], s.wkIRQ[:0]
 	s.full = s.full[:0]
-	s.i, s.j, s.k, s.lastTS = 0, 0, 0, 0
+	s.i, s.j, s.k, s.lastTS, s.which, s.at = 0, 0, 0, 0, 0, emptyHead
 	m.spare = append(m.spare, s)
 }
 
@@ -261,6 +261,7 @@ func (m *merger) pushBundle(cpu int32, s *bundleSeg) {
 		m.dropBundle(s)
 		return
 	}
+	s.advance()
 	i := int(cpu) + 1
 	m.grow(i)
 	q := &m.queues[i]
@@ -316,45 +317,89 @@ func (m *merger) event(rec *queued, cpu int32, ev *Event) {
 		CloneFlags: rec.cloneFlags, IOWait: rec.ioWait}
 }
 
-// pop moves the next event into ev, reporting false when none can be released
-// yet (or, after finish, when all are out).
-func (m *merger) pop(ev *Event) bool {
-	for {
+// popRun moves the events that can be released next into evs, as many as fit,
+// and returns how many: none when nothing can be released yet (or, after
+// finish, when all are out). The events and their order are those of the
+// queues' heads taken one at a time, earliest first (ties to the lower queue),
+// but a CPU's bundle is released in runs: one look at every queue's head tells
+// how far the bundle may go before another queue's head comes first, and its
+// events up to there are released in a loop of their own.
+func (m *merger) popRun(evs []Event) int {
+	n := 0
+	for n < len(evs) {
+		// The earliest head, and the earliest of the other queues' heads.
 		best, bestTS := -1, emptyHead
+		other, otherIdx := emptyHead, -1
 		for i, ts := range m.heads {
 			if ts < bestTS {
+				other, otherIdx = bestTS, best
 				best, bestTS = i, ts
+			} else if ts < other {
+				other, otherIdx = ts, i
 			}
 		}
 		if best < 0 {
-			return false
+			break
 		}
 		allQueued := m.cpus > 0 && m.active >= m.cpus && m.nonEmpty == m.active
-		if !m.eof && !allQueued && bestTS > m.maxTS-m.window && !m.markedBefore(bestTS) {
-			return false
+		marked := !m.eof && !allQueued && m.markedBefore(bestTS)
+		if !m.eof && !allQueued && bestTS > m.maxTS-m.window && !marked {
+			break
 		}
 		q := &m.queues[best]
 		cpu := int32(best) - 1
-		ok := true
 		if q.n > 0 && q.at(0).ts == bestTS {
-			m.popRecord(q, cpu, ev)
+			m.popRecord(q, cpu, &evs[n])
+			m.released(&evs[n])
+			n++
 		} else {
-			ok = m.popBundle(q, cpu, ev)
+			// The bundle's events may go while they are earlier than limit:
+			// before the other queues' heads (or at the same time, when this
+			// queue comes first), its own records, and, unless everything is
+			// released regardless, the release window and the progress marks.
+			limit := other
+			if best < otherIdx && other != emptyHead {
+				limit++
+			}
+			if q.n > 0 {
+				limit = min(limit, q.at(0).ts)
+			}
+			if !m.eof && !allQueued {
+				c := m.maxTS - m.window + 1
+				if marked {
+					c = max(c, m.bound)
+				}
+				limit = min(limit, c)
+			}
+			s := q.segs[0]
+			for n < len(evs) && s.at < limit {
+				if m.release(s, &q.cur, cpu, &evs[n]) {
+					m.released(&evs[n])
+					n++
+				}
+			}
+			if s.left() == 0 {
+				k := copy(q.segs, q.segs[1:])
+				q.segs[k] = nil
+				q.segs = q.segs[:k]
+				m.dropBundle(s)
+			}
 		}
 		m.heads[best] = q.headTS()
 		if best > 0 && q.empty() {
 			m.nonEmpty--
 			m.stale = true
 		}
-		if !ok {
-			continue
-		}
-		if ev.TS < m.lastOut {
-			m.late++
-		} else {
-			m.lastOut = ev.TS
-		}
-		return true
+	}
+	return n
+}
+
+// released counts an event released behind one released before it.
+func (m *merger) released(ev *Event) {
+	if ev.TS < m.lastOut {
+		m.late++
+	} else {
+		m.lastOut = ev.TS
 	}
 }
 
@@ -374,53 +419,50 @@ func (m *merger) popRecord(q *eventQueue, cpu int32, ev *Event) {
 	q.n--
 }
 
-// popBundle releases the next event of q's oldest bundle, filling in what
-// compact_sched leaves implicit from the CPU's cursor. It reports false for an
-// event dropped because nothing yet says who ran on the CPU.
-func (m *merger) popBundle(q *eventQueue, cpu int32, ev *Event) bool {
-	s := q.segs[0]
-	cur := &q.cur
+// release moves the next event of bundle s into ev, filling in what compact_sched leaves implicit from the CPU's
+// cursor. It reports false for an event dropped because nothing yet says who
+// ran on the CPU.
+func (m *merger) release(s *bundleSeg, cur *cpuCursor, cpu int32, ev *Event) bool {
+	ts := s.at
 	keep := true
-	switch which, ts := s.next(); which {
+	switch s.which {
 	case 1:
 		i := s.i
 		s.i++
-		if !cur.known {
+		known := cur.known
+		if known {
+			ev.TS, ev.Kind, ev.CPU, ev.Pid = ts, KindSwitch, cpu, cur.tid
+			ev.Tid, ev.Tgid, ev.Comm, ev.Prio = s.swTid[i], 0, m.strs[s.swComm[i]], s.swPrio[i]
+			ev.PrevTid, ev.PrevComm, ev.PrevPrio, ev.PrevState = cur.tid, m.strs[cur.commID], cur.prio, s.swState[i]
+			ev.IRQ, ev.TargetCPU, ev.CloneFlags, ev.IOWait, ev.Args = IRQNone, 0, 0, false, nil
+		} else {
 			// Nothing says who was switched out: like trace_processor, only
 			// remember who came in.
 			m.stats.skip("compact sched_switch with unknown prev")
-			keep = false
-		} else {
-			*ev = Event{TS: ts, Kind: KindSwitch, CPU: cpu, Pid: cur.tid,
-				PrevTid: cur.tid, PrevComm: m.strs[cur.commID], PrevPrio: cur.prio, PrevState: s.swState[i],
-				Tid: s.swTid[i], Comm: m.strs[s.swComm[i]], Prio: s.swPrio[i]}
 		}
-		*cur = cpuCursor{known: true, tid: s.swTid[i], commID: s.swComm[i], prio: s.swPrio[i]}
+		cur.known, cur.tid, cur.commID, cur.prio = true, s.swTid[i], s.swComm[i], s.swPrio[i]
+		keep = known
 	case 2:
 		j := s.j
 		s.j++
 		if !cur.known {
 			m.stats.skip("compact sched_waking before any switch on its cpu")
 			keep = false
-		} else {
-			*ev = Event{TS: ts, Kind: KindWaking, CPU: cpu, Pid: cur.tid,
-				Tid: s.wkTid[j], Comm: m.strs[s.wkComm[j]], Prio: s.wkPrio[j],
-				TargetCPU: s.wkCPU[j], IRQ: s.wkIRQ[j]}
+			break
 		}
-	case 3:
+		ev.TS, ev.Kind, ev.CPU, ev.Pid = ts, KindWaking, cpu, cur.tid
+		ev.Tid, ev.Tgid, ev.Comm, ev.Prio = s.wkTid[j], 0, m.strs[s.wkComm[j]], s.wkPrio[j]
+		ev.PrevTid, ev.PrevComm, ev.PrevPrio, ev.PrevState = 0, "", 0, 0
+		ev.IRQ, ev.TargetCPU, ev.CloneFlags, ev.IOWait, ev.Args = s.wkIRQ[j], s.wkCPU[j], 0, false, nil
+	default:
 		rec := &s.full[s.k]
 		s.k++
 		m.event(rec, cpu, ev)
 		if rec.kind == KindSwitch {
-			*cur = cpuCursor{known: true, tid: rec.tid, commID: rec.comm, prio: rec.prio}
+			cur.known, cur.tid, cur.commID, cur.prio = true, rec.tid, rec.comm, rec.prio
 		}
 	}
-	if s.left() == 0 {
-		n := copy(q.segs, q.segs[1:])
-		q.segs[n] = nil
-		q.segs = q.segs[:n]
-		m.dropBundle(s)
-	}
+	s.advance()
 	return keep
 }
 

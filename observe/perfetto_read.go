@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -28,6 +29,9 @@ type PerfettoReader struct {
 	stats ReadStats
 	merge *merger
 	eof   bool
+	// pending is the error that ends the trace (io.EOF at its end), kept
+	// until the events read before it have been handed out.
+	pending error
 
 	layout *stateLayout
 	lastTS int64 // newest packet timestamp, for packets that carry none
@@ -76,20 +80,38 @@ func (r *PerfettoReader) Close() error { return nil }
 
 // Next implements Reader.
 func (r *PerfettoReader) Next(ev *Event) error {
+	_, err := r.nextBatch(unsafe.Slice(ev, 1))
+	return err
+}
+
+// nextBatch implements batchReader: it fills evs as far as the trace goes.
+func (r *PerfettoReader) nextBatch(evs []Event) (int, error) {
+	n := 0
 	for {
-		if r.merge.pop(ev) {
-			if ev.CPU >= 0 && ev.TS < r.crop.threshold {
-				r.crop.dropped++
-				continue
+		if got := r.merge.popRun(evs[n:]); got > 0 {
+			if r.crop.threshold > 0 {
+				got = r.crop.drop(evs[n : n+got])
 			}
-			r.stats.Events++
-			return nil
+			n += got
+			r.stats.Events += int64(got)
+			if n == len(evs) {
+				return n, nil
+			}
+			continue
+		}
+		if r.pending != nil {
+			if n > 0 {
+				return n, nil
+			}
+			return 0, r.pending
 		}
 		if r.eof {
 			if r.stats.Events == 0 {
-				return &FormatError{File: r.name, Offset: r.off, Err: fmt.Errorf("trace holds %w", ErrEmpty)}
+				r.pending = &FormatError{File: r.name, Offset: r.off, Err: fmt.Errorf("trace holds %w", ErrEmpty)}
+			} else {
+				r.pending = io.EOF
 			}
-			return io.EOF
+			continue
 		}
 		if err := r.readPacket(); err != nil {
 			if errors.Is(err, io.EOF) {
@@ -97,7 +119,8 @@ func (r *PerfettoReader) Next(ev *Event) error {
 				r.merge.finish()
 				continue
 			}
-			return err
+			// The events read so far go out first.
+			r.pending = err
 		}
 	}
 }
@@ -449,6 +472,23 @@ type cropState struct {
 	seen      []bool
 	threshold int64
 	dropped   int64
+}
+
+// drop removes from evs the events the crop drops, counting them, and
+// returns how many are left (at the front of evs).
+func (c *cropState) drop(evs []Event) int {
+	k := 0
+	for i := range evs {
+		if evs[i].CPU >= 0 && evs[i].TS < c.threshold {
+			c.dropped++
+			continue
+		}
+		if k != i {
+			evs[k] = evs[i]
+		}
+		k++
+	}
+	return k
 }
 
 func (c *cropState) firstBundle(cpu int32, b *bundleCols) {

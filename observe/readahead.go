@@ -87,13 +87,23 @@ type batch struct {
 
 // fill reads events into evs; it returns those read and, at the end of the
 // trace, a nil error (io.EOF) or the read error.
-func (ra *readAhead) fill(evs []Event) ([]Event, bool, error) {
-	for i := range evs {
-		if err := ra.r.Next(&evs[i]); err != nil {
+func fill(r Reader, evs []Event) ([]Event, bool, error) {
+	br, batched := r.(batchReader)
+	n := 0
+	for n < len(evs) {
+		var err error
+		if batched {
+			var got int
+			got, err = br.nextBatch(evs[n:])
+			n += got
+		} else if err = r.Next(&evs[n]); err == nil {
+			n++
+		}
+		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = nil
 			}
-			return evs[:i], true, err
+			return evs[:n], true, err
 		}
 	}
 	return evs, false, nil
@@ -105,7 +115,7 @@ func (ra *readAhead) stintInline(n int) (float64, bool, error) {
 	start := time.Now()
 	seen := 0
 	for seen < n {
-		got, end, err := ra.fill(ra.inline)
+		got, end, err := fill(ra.r, ra.inline)
 		ra.fn(got)
 		seen += len(got)
 		if end {
@@ -132,7 +142,7 @@ func (ra *readAhead) stintAhead(n int) (float64, bool, error) {
 				return
 			}
 			b := <-ra.free
-			b.evs, b.end, b.err = ra.fill(b.evs[:aheadLen])
+			b.evs, b.end, b.err = fill(ra.r, b.evs[:aheadLen])
 			ra.full <- b
 			if b.end {
 				return

@@ -23,6 +23,14 @@ type Reader interface {
 	Close() error
 }
 
+// batchReader is a Reader that hands out many events per call, saving a
+// call per event (PerfettoReader does). nextBatch fills evs from the front and
+// returns how many it filled: at least one, with a nil error, or none with
+// the error that ends the trace (io.EOF at its end), as Next would.
+type batchReader interface {
+	nextBatch(evs []Event) (int, error)
+}
+
 // TraceInfo describes a recording.
 type TraceInfo struct {
 	Format        string // FormatPerfetto or FormatFtraceText
@@ -173,16 +181,15 @@ func sniffFormat(b []byte) string {
 // trace (returning nil), a read error, or an error from fn. The event is
 // reused between calls: copy what must outlive the call.
 func ForEach(r Reader, fn func(*Event) error) error {
-	var ev Event
+	evs := make([]Event, inlineLen)
 	for {
-		err := r.Next(&ev)
-		if errors.Is(err, io.EOF) {
-			return nil
+		got, end, err := fill(r, evs)
+		for i := range got {
+			if err := fn(&got[i]); err != nil {
+				return err
+			}
 		}
-		if err != nil {
-			return err
-		}
-		if err := fn(&ev); err != nil {
+		if end {
 			return err
 		}
 	}

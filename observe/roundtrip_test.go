@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -186,10 +187,52 @@ func TestRoundTripRealTraces(t *testing.T) {
 			out := writeEvents(t, r.Info(), evs)
 			got, _ := readAll(t, p+" (rewritten)", out)
 			diffEvents(t, evs, got)
+			// Read in batches (as ReadAhead and ForEach do), the events
+			// are those Next returns one at a time, in the same order,
+			// and no field of an earlier event survives in reused memory.
+			for _, size := range []int{1, 7, 256} {
+				batched := readBatched(t, p, data, size)
+				if len(batched) != len(evs) {
+					t.Fatalf("batches of %d: %d events, Next: %d", size, len(batched), len(evs))
+				}
+				for i := range evs {
+					if !reflect.DeepEqual(evs[i], batched[i]) {
+						t.Fatalf("batches of %d: event %d is\n%+v\nNext returned\n%+v", size, i, batched[i], evs[i])
+					}
+				}
+			}
 		})
 	}
 	if n == 0 {
 		t.Fatal("no real traces found to round-trip")
+	}
+}
+
+// readBatched reads data through fill in batches of size events, into memory
+// that holds a poisoned event (every field set) before each batch.
+func readBatched(t *testing.T, name string, data []byte, size int) []Event {
+	t.Helper()
+	r, err := NewReader(bytes.NewReader(data), name)
+	if err != nil {
+		t.Fatalf("open %s: %v", name, err)
+	}
+	poison := Event{TS: -7, Kind: KindExit, CPU: 99, Pid: 99, Tid: 99, Tgid: 99, Comm: "poison", Prio: 99,
+		PrevTid: 99, PrevComm: "poison", PrevPrio: 99, PrevState: StateUninterruptible, IRQ: IRQHard, TargetCPU: 99,
+		CloneFlags: 99, IOWait: true, Args: []string{"poison"}}
+	batch := make([]Event, size)
+	var out []Event
+	for {
+		for i := range batch {
+			batch[i] = poison
+		}
+		got, end, err := fill(r, batch)
+		out = append(out, got...)
+		if end {
+			if err != nil {
+				t.Fatalf("read %s: %v", name, err)
+			}
+			return out
+		}
 	}
 }
 

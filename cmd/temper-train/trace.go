@@ -3,7 +3,6 @@ package main
 import (
 	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -218,23 +217,19 @@ func convert(status io.Writer, in, out string) error {
 		}
 		// The reader learns the kernel release from the trace itself, which
 		// for a Perfetto input comes before its events.
-		var ev observe.Event
 		var w *observe.PerfettoWriter
-		for {
-			err := r.Next(&ev)
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return err
-			}
+		err := observe.ForEach(r, func(ev *observe.Event) error {
 			if w == nil {
 				w = observe.NewPerfettoWriter(f, r.Info())
 			}
-			if err := w.Write(&ev); err != nil {
+			if err := w.Write(ev); err != nil {
 				return fmt.Errorf("%s: %w", out, err)
 			}
 			n++
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if err := w.Close(); err != nil {
 			return fmt.Errorf("%s: %w", out, err)
