@@ -88,6 +88,9 @@ type batch struct {
 // fill reads events into evs; it returns those read and, at the end of the
 // trace, a nil error (io.EOF) or the read error.
 func fill(r Reader, evs []Event) ([]Event, bool, error) {
+	if f, ok := r.(*fileReader); ok {
+		r = f.Reader
+	}
 	br, batched := r.(batchReader)
 	n := 0
 	for n < len(evs) {
