@@ -1,6 +1,10 @@
 package observe
 
 import (
+	"encoding/binary"
+	"math/bits"
+	"slices"
+
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -280,25 +284,45 @@ func appendColumn(num protowire.Number, b []byte, bc *bundleCols) bool {
 }
 
 // appendVarints appends every varint of b to dst, converted to T; it reports
-// false when b does not end on a complete varint.
+// false when b does not end on a complete varint (or holds one too long).
+// Every varint ends in the one byte of it below 0x80, so counting those
+// bytes (eight at a time) sizes dst once before the values are decoded.
 func appendVarints[T int32 | int64 | uint32 | uint64](dst []T, b []byte) ([]T, bool) {
-	for len(b) > 0 {
-		if b[0] < 0x80 { // one byte: comm indexes, prios, small deltas
-			dst = append(dst, T(b[0]))
-			b = b[1:]
+	if len(b) == 0 {
+		return dst, true
+	}
+	if b[len(b)-1] >= 0x80 {
+		return dst, false
+	}
+	n, i := 0, 0
+	for ; i+8 <= len(b); i += 8 {
+		n += bits.OnesCount64(^binary.LittleEndian.Uint64(b[i:]) & 0x8080808080808080)
+	}
+	for ; i < len(b); i++ {
+		if b[i] < 0x80 {
+			n++
+		}
+	}
+	dst = slices.Grow(dst, n)
+	out := dst[len(dst) : len(dst)+n]
+	i = 0
+	for k := range out {
+		if c := b[i]; c < 0x80 { // one byte: comm indexes, prios, small deltas
+			out[k] = T(c)
+			i++
 			continue
 		}
-		if len(b) > 1 && b[1] < 0x80 {
-			dst = append(dst, T(uint64(b[0]&0x7f)|uint64(b[1])<<7))
-			b = b[2:]
+		if c := b[i+1]; c < 0x80 {
+			out[k] = T(uint64(b[i]&0x7f) | uint64(c)<<7)
+			i += 2
 			continue
 		}
-		v, n := protowire.ConsumeVarint(b)
-		if n < 0 {
+		v, m := protowire.ConsumeVarint(b[i:])
+		if m < 0 {
 			return dst, false
 		}
-		dst = append(dst, T(v))
-		b = b[n:]
+		out[k] = T(v)
+		i += m
 	}
-	return dst, true
+	return dst[:len(dst)+n], true
 }
