@@ -131,7 +131,9 @@ func (c *collector) add(ev *observe.Event) {
 		if ev.TS > c.lastTS {
 			c.lastTS = ev.TS
 		}
-		setBit(&c.cpusSeen, int(ev.CPU))
+		if cpu := int(ev.CPU); cpu/64 >= len(c.cpusSeen) || c.cpusSeen[cpu/64]&(1<<(cpu%64)) == 0 {
+			setBit(&c.cpusSeen, cpu)
+		}
 	}
 	switch ev.Kind {
 	case observe.KindProcessInfo:

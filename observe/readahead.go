@@ -25,6 +25,9 @@ import (
 // ReadAhead times both ways on the trace itself: it reads 16 Ki events in line
 // and 16 Ki ahead, keeps the faster for the next 1 Mi events, then times both
 // again, and so on. Where reading ahead pays, the probes in line cost ~1%.
+// A probe lasts about a millisecond, so a stint ahead keeps timing itself and
+// ends early once 16 Ki of its events took longer than the last probe in line
+// (a probe ahead that looked faster than it was cost up to 10% before).
 func ReadAhead(r Reader, fn func([]Event)) error {
 	ra := readAhead{r: r, fn: fn, inline: make([]Event, inlineLen)}
 	if runtime.GOMAXPROCS(0) < 2 {
@@ -46,12 +49,12 @@ func ReadAhead(r Reader, fn func([]Event)) error {
 		if done {
 			return err
 		}
-		tAhead, done, err := ra.stintAhead(probeEvents)
+		tAhead, done, err := ra.stintAhead(probeEvents, 0)
 		if done {
 			return err
 		}
 		if tAhead < tIn {
-			_, done, err = ra.stintAhead(stintEvents)
+			_, done, err = ra.stintAhead(stintEvents, tIn)
 		} else {
 			_, done, err = ra.stintInline(stintEvents)
 		}
@@ -129,8 +132,10 @@ func (ra *readAhead) stintInline(n int) (float64, bool, error) {
 }
 
 // stintAhead reads about n events on a goroutine of its own, and stops it
-// before returning (the caller may then read r itself).
-func (ra *readAhead) stintAhead(n int) (float64, bool, error) {
+// before returning (the caller may then read r itself). With limit > 0 (ns
+// per event) it stops early once probeEvents of its events took longer than
+// that.
+func (ra *readAhead) stintAhead(n int, limit float64) (float64, bool, error) {
 	if ra.free == nil {
 		ra.free, ra.full = make(chan *batch, inFlight), make(chan *batch, inFlight+1)
 		for range inFlight {
@@ -154,6 +159,7 @@ func (ra *readAhead) stintAhead(n int) (float64, bool, error) {
 	}()
 	start := time.Now()
 	seen := 0
+	chunkStart, chunkSeen := start, 0
 	for {
 		b := <-ra.full
 		if b.stopped {
@@ -165,6 +171,13 @@ func (ra *readAhead) stintAhead(n int) (float64, bool, error) {
 			return 0, true, b.err
 		}
 		ra.free <- b
+		if seen-chunkSeen >= probeEvents && limit > 0 {
+			now := time.Now()
+			if float64(now.Sub(chunkStart))/float64(seen-chunkSeen) > limit {
+				stop.Store(true) // slower than in line: use what is read, then stop
+			}
+			chunkStart, chunkSeen = now, seen
+		}
 		if seen >= n {
 			// Use what is already read, then take r back.
 			stop.Store(true)

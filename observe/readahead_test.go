@@ -60,3 +60,39 @@ func TestReadAhead(t *testing.T) {
 		}
 	}
 }
+
+// TestReadAheadStopsEarly checks that a stint ahead that runs slower than its
+// limit hands r back early, and that reading then goes on in line with no
+// event lost or repeated.
+func TestReadAheadStopsEarly(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	n := stintEvents + 3*aheadLen
+	var got int64
+	ra := readAhead{r: &countingReader{n: n, err: io.EOF}, inline: make([]Event, inlineLen), fn: func(evs []Event) {
+		for i := range evs {
+			got++
+			if evs[i].TS != got {
+				t.Fatalf("event %d has TS %d", got, evs[i].TS)
+			}
+		}
+	}}
+	// No stint can read an event in a picosecond: it stops after its first
+	// probeEvents (plus the batches already read ahead).
+	if _, done, err := ra.stintAhead(stintEvents, 1e-3); done || err != nil {
+		t.Fatalf("stint ahead: done %v, err %v", done, err)
+	}
+	if got >= int64(stintEvents) || got < probeEvents {
+		t.Errorf("the stint ahead read %d events; it should have stopped after %d (+ %d in flight)", got, probeEvents, inFlight*aheadLen)
+	}
+	for {
+		if _, done, err := ra.stintInline(1 << 30); done {
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if got != int64(n) {
+		t.Errorf("read %d events, want %d", got, n)
+	}
+}

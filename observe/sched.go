@@ -281,7 +281,7 @@ func (s *Sched) open(u int, ts int64, state TaskState, cpu, waker int32, irq IRQ
 			}
 			st.held, st.heldIO, st.heldState = true, st.io, st.state
 			st.heldTS, st.heldDur = st.ts, ts-st.ts
-		} else {
+		} else if !(s.SkipRunning && st.state == StateRunning) {
 			s.emitOpen(u, st, ts-st.ts)
 		}
 	}

@@ -1,5 +1,7 @@
 package observe
 
+import "unsafe"
+
 // Thread is one thread over the span of a trace. A tid the kernel reuses after
 // the thread was freed, or that task_newtask creates again, is a new Thread:
 // threads are identified by UTID, as in trace_processor.
@@ -158,7 +160,11 @@ func (t *Threads) end(ts int64, tid int32) {
 // names a thread it already has, so the check reads the dense names slice
 // rather than the Thread.
 func (t *Threads) setName(u int, ts int64, name string) {
-	if u == 0 || t.names[u] == name || name == "" || name == "<...>" {
+	// Readers intern comms, so an unchanged name is usually the same string:
+	// comparing the pointers first saves a call on every event.
+	old := t.names[u]
+	if u == 0 || (len(old) == len(name) && unsafe.StringData(old) == unsafe.StringData(name)) ||
+		old == name || name == "" || name == "<...>" {
 		return
 	}
 	th := t.all[u]
