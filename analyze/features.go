@@ -101,6 +101,7 @@ func newCollector(smt *smtTracker) *collector {
 	c.sched.OnSlice = c.onSlice
 	c.sched.OnState = c.onState
 	c.sched.SkipRunning = true // onSlice counts the running
+	c.sched.SkipIdle = true    // and not the idle task
 	return c
 }
 

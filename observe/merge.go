@@ -378,7 +378,7 @@ func (m *merger) popRun(evs []Event) int {
 					n++
 				}
 			}
-			if s.left() == 0 {
+			if s.which == 0 { // all released
 				k := copy(q.segs, q.segs[1:])
 				q.segs[k] = nil
 				q.segs = q.segs[:k]

@@ -157,11 +157,11 @@ func compareLogs(t *testing.T, evs []Event, got, want schedLog) {
 	}
 }
 
-// runFastSkipping runs the fast tracker with SkipRunning set.
+// runFastSkipping runs the fast tracker with SkipRunning and SkipIdle set.
 func runFastSkipping(evs []Event) []any {
 	var rows []any
 	s := NewSched(NewThreads())
-	s.SkipRunning = true
+	s.SkipRunning, s.SkipIdle = true, true
 	s.OnSlice = func(r SliceRow) { rows = append(rows, r) }
 	s.OnState = func(r StateRow) { rows = append(rows, r) }
 	for i := range evs {
@@ -171,11 +171,15 @@ func runFastSkipping(evs []Event) []any {
 	return rows
 }
 
-// withoutRunning is rows less the Running state rows.
+// withoutRunning is rows less the Running state rows and the idle task's
+// slices.
 func withoutRunning(rows []any) []any {
 	var out []any
 	for _, r := range rows {
 		if st, ok := r.(StateRow); ok && st.State == StateRunning {
+			continue
+		}
+		if sl, ok := r.(SliceRow); ok && sl.UTID == 0 {
 			continue
 		}
 		out = append(out, r)
@@ -201,7 +205,7 @@ func TestSchedMatchesReference(t *testing.T) {
 				want := runRef(evs)
 				compareLogs(t, evs, runFast(evs), want)
 				if got, want := runFastSkipping(evs), withoutRunning(want.rows); !reflect.DeepEqual(got, want) {
-					t.Fatalf("SkipRunning: %d rows, want the %d that are not Running", len(got), len(want))
+					t.Fatalf("SkipRunning, SkipIdle: %d rows, want the %d that are neither Running nor idle slices", len(got), len(want))
 				}
 				rows += len(want.rows)
 			}
