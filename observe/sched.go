@@ -76,10 +76,22 @@ type SchedStats struct {
 // or two of them, and their size decides how many threads fit in the cache.
 type pendingSlice struct {
 	ts    int64
+	gen   uint64 // Threads.gen when utid was resolved from tid
 	utid  int32
 	tid   int32
 	prio  int32
 	valid bool
+}
+
+// current returns the UTID of tid when it is the task p runs, without a
+// lookup, as long as no thread was created or ended since p resolved it.
+// Switches and wakings name the task current on their CPU, so most lookups
+// end here.
+func (s *Sched) current(p *pendingSlice, tid int32) int {
+	if p.valid && p.tid == tid && p.gen == s.threads.gen {
+		return int(p.utid)
+	}
+	return s.utid(tid)
 }
 
 // threadState is a thread's open state interval and its held one, without the
@@ -128,6 +140,15 @@ func (s *Sched) utid(tid int32) int {
 	return u
 }
 
+// cpu returns the slice CPU cpu is running (a zero one before its first
+// switch).
+func (s *Sched) cpu(cpu int32) *pendingSlice {
+	if int(cpu) >= len(s.cpus) {
+		s.cpus = append(s.cpus, make([]pendingSlice, int(cpu)+1-len(s.cpus))...)
+	}
+	return &s.cpus[cpu]
+}
+
 func (s *Sched) growState(u int) {
 	for u >= len(s.state) {
 		s.state = append(s.state, threadState{cpu: -1, waker: -1, io: -1})
@@ -158,7 +179,12 @@ func (s *Sched) Add(ev *Event) {
 	}
 	waker := -1
 	if ev.Pid >= 0 {
-		waker = s.utid(ev.Pid) // the current task is resolved first, as trace_processor does
+		// The current task is resolved first, as trace_processor does.
+		if ev.CPU >= 0 {
+			waker = s.current(s.cpu(ev.CPU), ev.Pid)
+		} else {
+			waker = s.utid(ev.Pid)
+		}
 	}
 	switch ev.Kind {
 	case KindWaking:
@@ -224,16 +250,13 @@ func blocked(st TaskState) bool { return st != StateRunnable && st != StateRunni
 
 func (s *Sched) switchEvent(ev *Event) {
 	t := s.threads
+	p := s.cpu(ev.CPU)
 	next := s.utid(ev.Tid)
-	prev := s.utid(ev.PrevTid)
+	prev := s.current(p, ev.PrevTid)
 	s.lastPrev, s.lastNext = prev, next
 	t.setName(next, ev.TS, ev.Comm)
 	t.setName(prev, ev.TS, ev.PrevComm)
 
-	if int(ev.CPU) >= len(s.cpus) {
-		s.cpus = append(s.cpus, make([]pendingSlice, int(ev.CPU)+1-len(s.cpus))...)
-	}
-	p := &s.cpus[ev.CPU]
 	if p.valid {
 		r := SliceRow{TS: p.ts, Dur: -1, CPU: ev.CPU, UTID: int(p.utid), Prio: p.prio}
 		if p.tid == ev.PrevTid {
@@ -246,7 +269,7 @@ func (s *Sched) switchEvent(ev *Event) {
 			s.OnSlice(r)
 		}
 	}
-	p.ts, p.utid, p.tid, p.prio, p.valid = ev.TS, int32(next), ev.Tid, ev.Prio, true
+	p.ts, p.utid, p.tid, p.prio, p.valid, p.gen = ev.TS, int32(next), ev.Tid, ev.Prio, true, t.gen
 
 	if prev != 0 {
 		st := &s.state[prev]

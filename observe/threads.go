@@ -38,6 +38,9 @@ type Threads struct {
 	names []string         // by UTID: Name as setName last set it, beside all for locality
 	pages []*tidPage       // by tid / tidPageLen
 	far   map[int32]uint32 // tids outside [0, maxDenseTid)
+	// gen counts changes to which thread a tid names: a UTID resolved
+	// from a tid is still what Get would return while gen is unchanged.
+	gen uint64
 }
 
 const (
@@ -72,6 +75,7 @@ func (t *Threads) live(tid int32) (int, bool) {
 
 // setLive makes u the live thread of tid; u < 0 removes it.
 func (t *Threads) setLive(tid int32, u int) {
+	t.gen++
 	v := uint32(u + 1)
 	if uint32(tid) >= maxDenseTid {
 		if t.far == nil {
