@@ -317,6 +317,11 @@ func appendVarints[T int32 | int64 | uint32 | uint64](dst []T, b []byte) ([]T, b
 			i += 2
 			continue
 		}
+		if c := b[i+2]; c < 0x80 { // three bytes: tids, timestamp deltas
+			out[k] = T(uint64(b[i]&0x7f) | uint64(b[i+1]&0x7f)<<7 | uint64(c)<<14)
+			i += 3
+			continue
+		}
 		v, m := protowire.ConsumeVarint(b[i:])
 		if m < 0 {
 			return dst, false

@@ -165,10 +165,16 @@ func (t *Threads) end(ts int64, tid int32) {
 // rather than the Thread.
 func (t *Threads) setName(u int, ts int64, name string) {
 	// Readers intern comms, so an unchanged name is usually the same string:
-	// comparing the pointers first saves a call on every event.
-	old := t.names[u]
-	if u == 0 || (len(old) == len(name) && unsafe.StringData(old) == unsafe.StringData(name)) ||
-		old == name || name == "" || name == "<...>" {
+	// comparing the pointers first, in a check small enough to be inlined,
+	// saves a call on every event.
+	if old := t.names[u]; len(old) == len(name) && unsafe.StringData(old) == unsafe.StringData(name) {
+		return
+	}
+	t.rename(u, ts, name)
+}
+
+func (t *Threads) rename(u int, ts int64, name string) {
+	if u == 0 || t.names[u] == name || name == "" || name == "<...>" {
 		return
 	}
 	th := t.all[u]
