@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -61,6 +62,7 @@ scheduling treatment, keyed to the machine shape it was measured on.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	addProfileFlag(root)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newVersionCmd(), newTraceCmd(), newObserveCmd(), newAnalyzeCmd())
 	root.AddCommand(newLintCmd())
@@ -89,5 +91,40 @@ func newVersionCmd() *cobra.Command {
 			_, err := fmt.Fprintf(cmd.OutOrStdout(), "temper-train %s\n", version)
 			return err
 		},
+	}
+}
+
+// addProfileFlag adds the hidden --cpuprofile FILE flag: a CPU profile of the
+// command, for profile-guided optimisation (scripts/pgo.sh collects
+// cmd/temper-train/default.pgo with it) and for looking into a slow run.
+func addProfileFlag(root *cobra.Command) {
+	var path string
+	var f *os.File
+	root.PersistentFlags().StringVar(&path, "cpuprofile", "", "write a CPU profile of the command to `FILE`")
+	root.PersistentFlags().MarkHidden("cpuprofile")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if path == "" {
+			return nil
+		}
+		var err error
+		if f, err = os.Create(path); err != nil {
+			return fmt.Errorf("--cpuprofile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			f = nil
+			return fmt.Errorf("--cpuprofile %s: %w", path, err)
+		}
+		return nil
+	}
+	root.PersistentPostRunE = func(*cobra.Command, []string) error {
+		if f == nil {
+			return nil
+		}
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("--cpuprofile %s: %w", path, err)
+		}
+		return nil
 	}
 }

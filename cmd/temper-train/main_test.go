@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,5 +121,32 @@ func TestSummaryAndConvert(t *testing.T) {
 			!near(a.DiskWait, b.DiskWait, timeTol) {
 			t.Errorf("thread differs after conversion:\ntext     %+v\nperfetto %+v", a, b)
 		}
+	}
+}
+
+// TestCPUProfileFlag checks the hidden --cpuprofile flag writes a profile
+// (runtime/pprof writes gzipped protobuf), and that a path it cannot create is
+// a clear error.
+func TestCPUProfileFlag(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cpu.prof")
+	if code, _, stderr := runCLI("trace", "summary", "--cpuprofile", path, example); code != exitOK {
+		t.Fatalf("summary --cpuprofile: exit %d: %s", code, stderr)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s is not a profile: %v", path, err)
+	}
+	if b, err := io.ReadAll(zr); err != nil || len(b) == 0 {
+		t.Errorf("%s: %d bytes of profile, %v", path, len(b), err)
+	}
+	bad := filepath.Join(t.TempDir(), "missing", "cpu.prof")
+	code, _, stderr := runCLI("trace", "summary", "--cpuprofile", bad, example)
+	if code != exitFailure || !strings.Contains(stderr, "--cpuprofile") || !strings.Contains(stderr, bad) {
+		t.Errorf("unwritable profile path: exit %d, stderr %q", code, stderr)
 	}
 }
