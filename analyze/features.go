@@ -132,9 +132,7 @@ func (c *collector) add(ev *observe.Event) {
 		if ev.TS > c.lastTS {
 			c.lastTS = ev.TS
 		}
-		if cpu := int(ev.CPU); cpu/64 >= len(c.cpusSeen) || c.cpusSeen[cpu/64]&(1<<(cpu%64)) == 0 {
-			setBit(&c.cpusSeen, cpu)
-		}
+		setBit(&c.cpusSeen, int(ev.CPU))
 	}
 	switch ev.Kind {
 	case observe.KindProcessInfo:
@@ -254,10 +252,14 @@ func setBit(bits *[]uint64, i int) {
 	if i < 0 {
 		return
 	}
-	for i/64 >= len(*bits) {
+	w, m := i/64, uint64(1)<<(i%64)
+	if w < len(*bits) && (*bits)[w]&m != 0 {
+		return // usually set already: no store on the per-event path
+	}
+	for w >= len(*bits) {
 		*bits = append(*bits, 0)
 	}
-	(*bits)[i/64] |= 1 << (i % 64)
+	(*bits)[w] |= m
 }
 
 // bitList returns the set bits in increasing order.

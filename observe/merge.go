@@ -341,9 +341,10 @@ func (m *merger) popRun(evs []Event) int {
 		if best < 0 {
 			break
 		}
-		allQueued := m.cpus > 0 && m.active >= m.cpus && m.nonEmpty == m.active
-		marked := !m.eof && !allQueued && m.markedBefore(bestTS)
-		if !m.eof && !allQueued && bestTS > m.maxTS-m.window && !marked {
+		// free: everything queued may go, whatever the window and marks say.
+		free := m.eof || (m.cpus > 0 && m.active >= m.cpus && m.nonEmpty == m.active)
+		marked := !free && m.markedBefore(bestTS)
+		if !free && bestTS > m.maxTS-m.window && !marked {
 			break
 		}
 		q := &m.queues[best]
@@ -364,7 +365,7 @@ func (m *merger) popRun(evs []Event) int {
 			if q.n > 0 {
 				limit = min(limit, q.at(0).ts)
 			}
-			if !m.eof && !allQueued {
+			if !free {
 				c := m.maxTS - m.window + 1
 				if marked {
 					c = max(c, m.bound)
@@ -419,9 +420,9 @@ func (m *merger) popRecord(q *eventQueue, cpu int32, ev *Event) {
 	q.n--
 }
 
-// release moves the next event of bundle s into ev, filling in what compact_sched leaves implicit from the CPU's
-// cursor. It reports false for an event dropped because nothing yet says who
-// ran on the CPU.
+// release moves the next event of bundle s into ev, filling in what
+// compact_sched leaves implicit from the CPU's cursor. It reports false for an
+// event dropped because nothing yet says who ran on the CPU.
 func (m *merger) release(s *bundleSeg, cur *cpuCursor, cpu int32, ev *Event) bool {
 	ts := s.at
 	keep := true

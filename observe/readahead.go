@@ -91,20 +91,10 @@ type batch struct {
 // fill reads events into evs; it returns those read and, at the end of the
 // trace, a nil error (io.EOF) or the read error.
 func fill(r Reader, evs []Event) ([]Event, bool, error) {
-	if f, ok := r.(*fileReader); ok {
-		r = f.Reader
-	}
-	br, batched := r.(batchReader)
 	n := 0
 	for n < len(evs) {
-		var err error
-		if batched {
-			var got int
-			got, err = br.nextBatch(evs[n:])
-			n += got
-		} else if err = r.Next(&evs[n]); err == nil {
-			n++
-		}
+		got, err := readBatch(r, evs[n:])
+		n += got
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				err = nil

@@ -31,6 +31,18 @@ type batchReader interface {
 	nextBatch(evs []Event) (int, error)
 }
 
+// readBatch reads into evs as batchReader.nextBatch does: a batch from a
+// batchReader, one event from any other Reader.
+func readBatch(r Reader, evs []Event) (int, error) {
+	if br, ok := r.(batchReader); ok {
+		return br.nextBatch(evs)
+	}
+	if err := r.Next(&evs[0]); err != nil {
+		return 0, err
+	}
+	return 1, nil
+}
+
 // TraceInfo describes a recording.
 type TraceInfo struct {
 	Format        string // FormatPerfetto or FormatFtraceText
@@ -106,6 +118,9 @@ type fileReader struct {
 }
 
 func (r *fileReader) Close() error { return r.f.Close() }
+
+// nextBatch implements batchReader for whichever Reader the file holds.
+func (r *fileReader) nextBatch(evs []Event) (int, error) { return readBatch(r.Reader, evs) }
 
 // NewReader detects the format of r (gzip, Perfetto protobuf or ftrace text)
 // and returns a Reader for it. name is used in error messages.

@@ -265,9 +265,7 @@ func (s *Sched) switchEvent(ev *Event) {
 		} else {
 			s.stats.MismatchedSwitch++
 		}
-		if s.OnSlice != nil && !(s.SkipIdle && p.utid == 0) {
-			s.OnSlice(r)
-		}
+		s.emitSlice(r)
 	}
 	p.ts, p.utid, p.tid, p.prio, p.valid, p.gen = ev.TS, int32(next), ev.Tid, ev.Prio, true, t.gen
 
@@ -308,7 +306,7 @@ func (s *Sched) open(u int, ts int64, state TaskState, cpu, waker int32, irq IRQ
 			}
 			st.held, st.heldIO, st.heldState = true, st.io, st.state
 			st.heldTS, st.heldDur = st.ts, ts-st.ts
-		} else if !(s.SkipRunning && st.state == StateRunning) {
+		} else if s.wantsOpen(st) { // checked before the call: most closed intervals are Running
 			s.emitOpen(u, st, ts-st.ts)
 		}
 	}
@@ -319,9 +317,22 @@ func (s *Sched) open(u int, ts int64, state TaskState, cpu, waker int32, irq IRQ
 	st.ts, st.cpu, st.waker, st.state, st.irq, st.io, st.open = ts, cpu, waker, state, irq, -1, true
 }
 
+// emitSlice reports a CPU slice, unless it is the idle task's and SkipIdle
+// is set.
+func (s *Sched) emitSlice(r SliceRow) {
+	if s.OnSlice != nil && !(s.SkipIdle && r.UTID == 0) {
+		s.OnSlice(r)
+	}
+}
+
+// wantsOpen says whether OnState takes the open interval st.
+func (s *Sched) wantsOpen(st *threadState) bool {
+	return s.OnState != nil && !(s.SkipRunning && st.state == StateRunning)
+}
+
 // emitOpen reports the open interval of thread u with length dur.
 func (s *Sched) emitOpen(u int, st *threadState, dur int64) {
-	if s.OnState != nil && !(s.SkipRunning && st.state == StateRunning) {
+	if s.wantsOpen(st) {
 		s.OnState(StateRow{TS: st.ts, Dur: dur, UTID: u, State: st.state, CPU: st.cpu,
 			Waker: int(st.waker), IRQ: st.irq, IOWait: st.io})
 	}
@@ -339,9 +350,7 @@ func (s *Sched) emitHeld(u int, st *threadState) {
 func (s *Sched) Finish() {
 	for i := range s.cpus {
 		if p := &s.cpus[i]; p.valid {
-			if s.OnSlice != nil && !(s.SkipIdle && p.utid == 0) {
-				s.OnSlice(SliceRow{TS: p.ts, Dur: -1, CPU: int32(i), UTID: int(p.utid), Prio: p.prio})
-			}
+			s.emitSlice(SliceRow{TS: p.ts, Dur: -1, CPU: int32(i), UTID: int(p.utid), Prio: p.prio})
 			p.valid = false
 		}
 	}
