@@ -98,9 +98,8 @@ func newCollector(smt *smtTracker) *collector {
 		smt:     smt,
 	}
 	c.sched = observe.NewSched(c.threads)
-	c.sched.OnSlice = c.onSlice
-	c.sched.OnState = c.onState
-	c.sched.SkipRunning = true // onSlice counts the running
+	c.sched.Rows = c
+	c.sched.SkipRunning = true // Slice counts the running
 	c.sched.SkipIdle = true    // and not the idle task
 	return c
 }
@@ -170,8 +169,8 @@ func (c *collector) add(ev *observe.Event) {
 	c.sched.Add(ev)
 }
 
-// onSlice folds one CPU slice: a run of a thread on a CPU.
-func (c *collector) onSlice(r observe.SliceRow) {
+// Slice folds one CPU slice: a run of a thread on a CPU.
+func (c *collector) Slice(r observe.SliceRow) {
 	if r.UTID == 0 {
 		return
 	}
@@ -196,8 +195,8 @@ func (c *collector) onSlice(r observe.SliceRow) {
 	a.runs.Add(dur)
 }
 
-// onState folds one thread-state interval.
-func (c *collector) onState(r observe.StateRow) {
+// State folds one thread-state interval.
+func (c *collector) State(r observe.StateRow) {
 	if r.UTID == 0 || r.State == observe.StateRunning {
 		return // slices count the running (finish extends acc to every thread)
 	}

@@ -41,8 +41,10 @@ func loadModel(t *testing.T, path string) *model {
 	defer r.Close()
 	m := &model{threads: NewThreads()}
 	s := NewSched(m.threads)
-	s.OnSlice = func(r SliceRow) { m.slices = append(m.slices, r) }
-	s.OnState = func(r StateRow) { m.states = append(m.states, r) }
+	s.Rows = RowFuncs{
+		OnSlice: func(r SliceRow) { m.slices = append(m.slices, r) },
+		OnState: func(r StateRow) { m.states = append(m.states, r) },
+	}
 	if err := ForEach(r, func(ev *Event) error { s.Add(ev); return nil }); err != nil {
 		t.Fatalf("read: %v", err)
 	}

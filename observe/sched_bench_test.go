@@ -17,8 +17,10 @@ func BenchmarkSched(b *testing.B) {
 			var rows int64
 			for b.Loop() {
 				s := NewSched(NewThreads())
-				s.OnSlice = func(r SliceRow) { rows++ }
-				s.OnState = func(r StateRow) { rows++ }
+				s.Rows = RowFuncs{
+					OnSlice: func(r SliceRow) { rows++ },
+					OnState: func(r StateRow) { rows++ },
+				}
 				for i := range evs {
 					s.Add(&evs[i])
 				}

@@ -93,8 +93,10 @@ func runFast(evs []Event) schedLog {
 	var l schedLog
 	t := NewThreads()
 	s := NewSched(t)
-	s.OnSlice = func(r SliceRow) { l.rows = append(l.rows, r) }
-	s.OnState = func(r StateRow) { l.rows = append(l.rows, r) }
+	s.Rows = RowFuncs{
+		OnSlice: func(r SliceRow) { l.rows = append(l.rows, r) },
+		OnState: func(r StateRow) { l.rows = append(l.rows, r) },
+	}
 	for i := range evs {
 		s.Add(&evs[i])
 	}
@@ -162,8 +164,10 @@ func runFastSkipping(evs []Event) []any {
 	var rows []any
 	s := NewSched(NewThreads())
 	s.SkipRunning, s.SkipIdle = true, true
-	s.OnSlice = func(r SliceRow) { rows = append(rows, r) }
-	s.OnState = func(r StateRow) { rows = append(rows, r) }
+	s.Rows = RowFuncs{
+		OnSlice: func(r SliceRow) { rows = append(rows, r) },
+		OnState: func(r StateRow) { rows = append(rows, r) },
+	}
 	for i := range evs {
 		s.Add(&evs[i])
 	}

@@ -82,7 +82,7 @@ func Summarize(r Reader) (*Summary, error) {
 			t.Other += r.Dur
 		}
 	}
-	s.OnState = add
+	s.Rows = RowFuncs{OnState: add}
 	cpus := map[int32]bool{}
 	err := ForEach(r, func(ev *Event) error {
 		if sum.FirstTS == 0 || ev.TS < sum.FirstTS {
