@@ -108,7 +108,13 @@ func (s *Sketch) Add(v int64) {
 			s.bucket(e)
 		}
 	}
-	s.bucket(v)
+	// The common case, a bucket in range, is counted here rather than in a
+	// call to bucket (~2% of analyze).
+	if b := bucketOf(v) - s.base; uint(b) < uint(len(s.counts)) {
+		s.counts[b]++
+	} else {
+		s.bucket(v)
+	}
 	s.n++
 }
 

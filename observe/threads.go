@@ -167,7 +167,9 @@ func (t *Threads) setName(u int, ts int64, name string) {
 	// Readers intern comms, so an unchanged name is usually the same string:
 	// comparing the pointers first, in a check small enough to be inlined,
 	// saves a call on every event.
-	if old := t.names[u]; len(old) == len(name) && unsafe.StringData(old) == unsafe.StringData(name) {
+	// The idle task is checked here too: every switch to or from it would
+	// otherwise make the call.
+	if old := t.names[u]; u == 0 || len(old) == len(name) && unsafe.StringData(old) == unsafe.StringData(name) {
 		return
 	}
 	t.rename(u, ts, name)
