@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"math"
+
 	"temper.codes/temper-train/observe"
 )
 
@@ -83,10 +85,11 @@ type collector struct {
 	ppid    map[int32]int32 // process → parent, from process records
 	smt     *smtTracker     // nil without SMT topology
 
-	firstTS, lastTS int64
+	firstTS, lastTS int64 // of the events on a CPU; firstTS is MaxInt64 until one
 	events          int64
 	finished        bool
-	cpusSeen        []uint64
+	cpusLow         uint64   // CPUs 0-63 seen, kept apart so that the per-event update is one OR
+	cpusSeen        []uint64 // every CPU seen, complete once finished
 }
 
 // newCollector returns a collector; smt may be nil (no SMT topology).
@@ -96,6 +99,7 @@ func newCollector(smt *smtTracker) *collector {
 		edges:   map[wakeKey]int64{},
 		ppid:    map[int32]int32{},
 		smt:     smt,
+		firstTS: math.MaxInt64,
 	}
 	c.sched = observe.NewSched(c.threads)
 	c.sched.Rows = c
@@ -125,13 +129,12 @@ func (c *collector) read(r observe.Reader) error {
 func (c *collector) add(ev *observe.Event) {
 	c.events++
 	if ev.CPU >= 0 {
-		if c.firstTS == 0 || ev.TS < c.firstTS {
-			c.firstTS = ev.TS
+		c.firstTS, c.lastTS = min(c.firstTS, ev.TS), max(c.lastTS, ev.TS)
+		if ev.CPU < 64 {
+			c.cpusLow |= 1 << ev.CPU
+		} else {
+			setBit(&c.cpusSeen, int(ev.CPU))
 		}
-		if ev.TS > c.lastTS {
-			c.lastTS = ev.TS
-		}
-		setBit(&c.cpusSeen, int(ev.CPU))
 	}
 	switch ev.Kind {
 	case observe.KindProcessInfo:
@@ -238,6 +241,15 @@ func (c *collector) State(r observe.StateRow) {
 // finish closes what is still open at the end of the trace.
 func (c *collector) finish() {
 	c.finished = true
+	if c.firstTS == math.MaxInt64 { // no event on a CPU
+		c.firstTS = 0
+	}
+	if c.cpusLow != 0 {
+		if len(c.cpusSeen) == 0 {
+			c.cpusSeen = []uint64{0}
+		}
+		c.cpusSeen[0] |= c.cpusLow
+	}
 	if c.smt != nil {
 		c.smt.advance(c.lastTS)
 	}
