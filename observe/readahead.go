@@ -27,7 +27,11 @@ import (
 // again, and so on. Where reading ahead pays, the probes in line cost ~1%.
 // A probe lasts about a millisecond, so a stint ahead keeps timing itself and
 // ends early once 16 Ki of its events took longer than the last probe in line
-// (a probe ahead that looked faster than it was cost up to 10% before).
+// (a probe ahead that looked faster than it was cost up to 10% before). Time
+// ahead is measured only once every batch in flight has gone round once: the
+// first batches fill memory neither CPU touched lately, so a probe that
+// counted them came out ~10% faster than reading ahead then ran (42 against
+// 58 ns/event on one trace), and chose it where it lost.
 func ReadAhead(r Reader, fn func([]Event)) error {
 	ra := readAhead{r: r, fn: fn, inline: make([]Event, inlineLen)}
 	if runtime.GOMAXPROCS(0) < 2 {
@@ -43,33 +47,47 @@ func ReadAhead(r Reader, fn func([]Event)) error {
 	if _, done, err := ra.stintInline(probeEvents); done {
 		return err
 	}
+	// Each time reading ahead loses, in a probe or in the stint it won, the
+	// next stint in line is twice as long: where the second CPU does not pay,
+	// probing costs a few percent, and backing off makes that a few probes
+	// per trace (measured at GOMAXPROCS=2 on make bench's long trace: 4%
+	// slower than GOMAXPROCS=1 probing every stintEvents).
+	stint := stintEvents
 	for {
 		// Time a stint each way, then run the faster for longer.
 		tIn, done, err := ra.stintInline(probeEvents)
 		if done {
 			return err
 		}
-		tAhead, done, err := ra.stintAhead(probeEvents, 0)
+		tAhead, done, err := ra.stintAhead(warmEvents+probeEvents, 0)
 		if done {
 			return err
 		}
 		if tAhead < tIn {
-			_, done, err = ra.stintAhead(stintEvents, tIn)
-		} else {
-			_, done, err = ra.stintInline(stintEvents)
+			if tAhead, done, err = ra.stintAhead(stintEvents, tIn); done {
+				return err
+			}
+			if tAhead < tIn {
+				stint = stintEvents // reading ahead pays: probe at the usual rate
+				continue
+			}
 		}
-		if done {
+		// Reading ahead lost: a stint in line, longer each time.
+		if _, done, err = ra.stintInline(stint); done {
 			return err
 		}
+		stint = min(2*stint, maxStintEvents)
 	}
 }
 
 const (
-	aheadLen    = 4096             // events a batch read ahead holds: ~0.5 MiB, as a hand-over costs microseconds
-	inFlight    = 4                // batches read ahead at most
-	inlineLen   = 256              // events a batch read in line holds: 32 KiB, so it stays in L1
-	probeEvents = 4 * aheadLen     // events timed each way
-	stintEvents = 64 * probeEvents // events read the faster way before timing both again
+	aheadLen       = 4096                // events a batch read ahead holds: ~0.5 MiB, as a hand-over costs microseconds
+	inFlight       = 4                   // batches read ahead at most
+	inlineLen      = 256                 // events a batch read in line holds: 32 KiB, so it stays in L1
+	probeEvents    = 4 * aheadLen        // events timed each way
+	warmEvents     = inFlight * aheadLen // events read ahead before the timing starts: one round of every batch
+	stintEvents    = 64 * probeEvents    // events read the faster way before timing both again
+	maxStintEvents = 16 * stintEvents    // the longest stint in line, after reading ahead lost again and again
 )
 
 // readAhead is ReadAhead's state between stints.
@@ -122,9 +140,10 @@ func (ra *readAhead) stintInline(n int) (float64, bool, error) {
 }
 
 // stintAhead reads about n events on a goroutine of its own, and stops it
-// before returning (the caller may then read r itself). With limit > 0 (ns
-// per event) it stops early once probeEvents of its events took longer than
-// that.
+// before returning (the caller may then read r itself). It returns the time
+// per event after the first warmEvents (over all of them when it read no
+// more). With limit > 0 (ns per event) it stops early once probeEvents of its
+// events after the warm-up took longer than that.
 func (ra *readAhead) stintAhead(n int, limit float64) (float64, bool, error) {
 	if ra.free == nil {
 		ra.free, ra.full = make(chan *batch, inFlight), make(chan *batch, inFlight+1)
@@ -147,13 +166,14 @@ func (ra *readAhead) stintAhead(n int, limit float64) (float64, bool, error) {
 			}
 		}
 	}()
-	start := time.Now()
-	seen := 0
-	chunkStart, chunkSeen := start, 0
+	start, seen := time.Now(), 0
+	warm := false                     // the first warmEvents are read
+	timedStart, timedSeen := start, 0 // where the timing starts: the end of the warm-up
+	chunkStart, chunkSeen := start, 0 // the chunk compared with limit
 	for {
 		b := <-ra.full
 		if b.stopped {
-			return float64(time.Since(start)) / float64(max(seen, 1)), false, nil
+			return float64(time.Since(timedStart)) / float64(max(seen-timedSeen, 1)), false, nil
 		}
 		ra.fn(b.evs)
 		seen += len(b.evs)
@@ -161,8 +181,14 @@ func (ra *readAhead) stintAhead(n int, limit float64) (float64, bool, error) {
 			return 0, true, b.err
 		}
 		ra.free <- b
-		if seen-chunkSeen >= probeEvents && limit > 0 {
-			now := time.Now()
+		switch now := time.Now(); {
+		case !warm:
+			if seen >= warmEvents {
+				warm = true
+				timedStart, timedSeen = now, seen
+				chunkStart, chunkSeen = now, seen
+			}
+		case limit > 0 && seen-chunkSeen >= probeEvents:
 			if float64(now.Sub(chunkStart))/float64(seen-chunkSeen) > limit {
 				stop.Store(true) // slower than in line: use what is read, then stop
 			}
