@@ -23,8 +23,10 @@ import (
 // the time went to writing events into batch memory the other CPU had just
 // read; polling the channels instead of blocking did not change it). So
 // ReadAhead times both ways on the trace itself: it reads 16 Ki events in line
-// and 16 Ki ahead, keeps the faster for the next 1 Mi events, then times both
-// again, and so on. Where reading ahead pays, the probes in line cost ~1%.
+// and 16 Ki ahead, keeps the faster for the next 1 Mi events (in line: 1 Mi
+// the first time, twice as many each time reading ahead lost again), then
+// times both again, and so on. Where reading ahead pays, the probes in line
+// cost ~1%.
 // A probe lasts about a millisecond, so a stint ahead keeps timing itself and
 // ends early once 16 Ki of its events took longer than the last probe in line
 // (a probe ahead that looked faster than it was cost up to 10% before). Time
