@@ -105,22 +105,22 @@ func (s *Sketch) Add(v int64) {
 	if !s.folded {
 		s.folded = true
 		for _, e := range s.exact {
-			s.bucket(e)
+			s.count(bucketOf(e))
 		}
 	}
 	// The common case, a bucket in range, is counted here rather than in a
-	// call to bucket (~2% of analyze).
-	if b := bucketOf(v) - s.base; uint(b) < uint(len(s.counts)) {
-		s.counts[b]++
+	// call to count (~2% of analyze).
+	b := bucketOf(v)
+	if i := b - s.base; uint(i) < uint(len(s.counts)) {
+		s.counts[i]++
 	} else {
-		s.bucket(v)
+		s.count(b)
 	}
 	s.n++
 }
 
-// bucket counts v in its bucket, growing the bucket range either way.
-func (s *Sketch) bucket(v int64) {
-	b := bucketOf(v)
+// count counts one sample in bucket b, growing the bucket range either way.
+func (s *Sketch) count(b int) {
 	switch {
 	case len(s.counts) == 0:
 		s.base = b

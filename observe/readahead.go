@@ -168,10 +168,9 @@ func (ra *readAhead) stintAhead(n int, limit float64) (float64, bool, error) {
 			}
 		}
 	}()
-	start, seen := time.Now(), 0
-	warm := false                     // the first warmEvents are read
-	timedStart, timedSeen := start, 0 // where the timing starts: the end of the warm-up
-	chunkStart, chunkSeen := start, 0 // the chunk compared with limit
+	seen := 0
+	timedStart, timedSeen := time.Now(), 0 // the end of the warm-up (until then, the start)
+	chunkStart, chunkSeen := timedStart, 0 // the chunk compared with limit
 	for {
 		b := <-ra.full
 		if b.stopped {
@@ -183,14 +182,12 @@ func (ra *readAhead) stintAhead(n int, limit float64) (float64, bool, error) {
 			return 0, true, b.err
 		}
 		ra.free <- b
-		switch now := time.Now(); {
-		case !warm:
-			if seen >= warmEvents {
-				warm = true
-				timedStart, timedSeen = now, seen
-				chunkStart, chunkSeen = now, seen
-			}
-		case limit > 0 && seen-chunkSeen >= probeEvents:
+		switch warm := timedSeen > 0; {
+		case !warm && seen >= warmEvents:
+			timedStart, timedSeen = time.Now(), seen
+			chunkStart, chunkSeen = timedStart, seen
+		case warm && limit > 0 && seen-chunkSeen >= probeEvents:
+			now := time.Now()
 			if float64(now.Sub(chunkStart))/float64(seen-chunkSeen) > limit {
 				stop.Store(true) // slower than in line: use what is read, then stop
 			}
