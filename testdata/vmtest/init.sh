@@ -63,6 +63,24 @@ if [ "$E2E" = 0 ]; then
 fi
 
 # ---- end to end through the temper-train CLI ----
+# smt_check NAME DIR EXPECT: observes workload $WL1 for 3 s into DIR, analyzes
+# it, and checks the analysis's SMT stacking against EXPECT (stacking or none)
+# with TestAnalysisSMT.
+smt_check() {
+	local name=$1 dir=$2 expect=$3
+	if $T observe --pid $WL1 --duration 3s --out $dir >$dir.log 2>&1 &&
+		$T analyze --snapshot $dir/snapshot.json --json $dir/analysis.json $dir/trace.pftrace >/dev/null 2>&1; then
+		if TEMPER_VMTEST=1 TEMPER_VMTEST_ANALYSIS=$dir/analysis.json TEMPER_VMTEST_EXPECT=$expect \
+			/bin/scx.test -test.v -test.run '^TestAnalysisSMT$' >$dir.check 2>&1; then
+			pass $name "$(grep -m1 'vm_test.go' $dir.check | sed 's/^ *//')"
+		else
+			fail $name "$(grep 'vm_test.go' $dir.check | head -n 3 | tr '\n' ' ')"
+		fi
+	else
+		fail $name "observe/analyze failed: $(tail -n 3 $dir.log | tr '\n' ' ')"
+	fi
+}
+
 have_apply=no
 $T apply --help >/dev/null 2>&1 && have_apply=yes
 
@@ -89,18 +107,7 @@ fi
 /bin/workload --dir /tmp --rate 200 --compute 4 >/tmp/wl1.out 2>&1 &
 WL1=$!
 sleep 1
-if $T observe --pid $WL1 --duration 3s --out /tmp/control >/tmp/control.log 2>&1 &&
-	$T analyze --snapshot /tmp/control/snapshot.json --json /tmp/control/analysis.json /tmp/control/trace.pftrace >/dev/null 2>&1; then
-	TEMPER_VMTEST=1 TEMPER_VMTEST_ANALYSIS=/tmp/control/analysis.json TEMPER_VMTEST_EXPECT=stacking \
-		/bin/scx.test -test.v -test.run '^TestAnalysisSMT$' >/tmp/control.check 2>&1
-	if [ $? -eq 0 ]; then
-		pass e2e/control-stacking "$(grep -m1 'vm_test.go' /tmp/control.check | sed 's/^ *//')"
-	else
-		fail e2e/control-stacking "$(grep 'vm_test.go' /tmp/control.check | head -n 3 | tr '\n' ' ')"
-	fi
-else
-	fail e2e/control-stacking "observe/analyze failed: $(tail -n 3 /tmp/control.log | tr '\n' ' ')"
-fi
+smt_check e2e/control-stacking /tmp/control stacking
 
 if [ $have_apply = no ]; then
 	for c in apply-enabled layers smt-no-stacking revert-disabled; do
@@ -121,18 +128,7 @@ else
 		fail e2e/apply-enabled "state $(st) 30 s after apply: $(tail -n 3 /tmp/apply.out | tr '\n' ' ')"
 	fi
 	sleep 1
-	if $T observe --pid $WL1 --duration 3s --out /tmp/applied >/tmp/applied.log 2>&1 &&
-		$T analyze --snapshot /tmp/applied/snapshot.json --json /tmp/applied/analysis.json /tmp/applied/trace.pftrace >/dev/null 2>&1; then
-		TEMPER_VMTEST=1 TEMPER_VMTEST_ANALYSIS=/tmp/applied/analysis.json TEMPER_VMTEST_EXPECT=none \
-			/bin/scx.test -test.v -test.run '^TestAnalysisSMT$' >/tmp/applied.check 2>&1
-		if [ $? -eq 0 ]; then
-			pass e2e/smt-no-stacking "$(grep -m1 'vm_test.go' /tmp/applied.check | sed 's/^ *//')"
-		else
-			fail e2e/smt-no-stacking "$(grep 'vm_test.go' /tmp/applied.check | head -n 3 | tr '\n' ' ')"
-		fi
-	else
-		fail e2e/smt-no-stacking "observe/analyze failed: $(tail -n 3 /tmp/applied.log | tr '\n' ' ')"
-	fi
+	smt_check e2e/smt-no-stacking /tmp/applied none
 	# Ctrl-C: apply reverts and exits.
 	kill -INT $AP
 	wait $AP
