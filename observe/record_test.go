@@ -109,6 +109,13 @@ func TestRecordWorkload(t *testing.T) {
 			}
 			checkRecorded(t, tracePath, meta)
 			checkWakeEdges(t, tracePath, meta)
+			data, err := os.ReadFile(tracePath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep := checkImporterRules(t, tracePath, data); rep.Filtered {
+				t.Error("a default recording says it is filtered")
+			}
 		})
 	}
 }

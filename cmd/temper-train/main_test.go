@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"temper.codes/temper-train/internal/tpcheck"
 )
 
 const example = "../../testdata/traces/workload-tracefs.txt.gz"
@@ -100,6 +102,20 @@ func TestSummaryAndConvert(t *testing.T) {
 	}
 	if conv.Format != "perfetto" || !conv.Gzip {
 		t.Errorf("converted trace reads as %s gzip=%v", conv.Format, conv.Gzip)
+	}
+	// What convert wrote, held to trace_processor's import rules (read with
+	// protowire, not with our reader).
+	data, err := os.ReadFile(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := tpcheck.Check(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("converted %s: %s", example, rep)
+	if err := rep.Err(); err != nil || rep.Filtered {
+		t.Errorf("converted %s breaks trace_processor's import rules (filtered=%v): %v", example, rep.Filtered, err)
 	}
 	// Every event survives conversion (observe's round-trip tests), but ftrace
 	// text prints microseconds and orders events of different CPUs within one
