@@ -10,9 +10,14 @@
 // space loads one of the two sets. Arguments are read with CO-RE probe reads
 // so the same body verifies in both program types.
 //
-// Filtering happens here, not in user space: an event is emitted only when a
-// target thread is on either side of it (switched in or out, waking or woken,
-// parent or child). On SMT machines a CPU whose sibling runs a target thread
+// Every sched_switch is emitted: a CPU's switches must chain (each prev is
+// the previous next) for trace_processor and our own state model, and what
+// else ran on the target's CPUs is part of the picture. Wakings and task
+// events are filtered here, not in user space: one is emitted only when a
+// target thread is on either side of it (waking or woken, parent or child).
+//
+// With filter_switches (observe --filter-switches) switches are filtered the
+// same way; then, on SMT machines, a CPU whose sibling runs a target thread
 // also reports its own switches, so analyze can tell what shared the core.
 
 #include "tracer.h"
@@ -23,6 +28,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile bool prev_state_arg = true; // sched_switch passes prev_state (5.18+)
 const volatile bool follow_forks = true;   // new processes of a target are targets
 const volatile bool trace_all = false;     // no filter: every event (tests, debugging)
+const volatile bool filter_switches = false; // only switches involving targets
 const volatile __u64 thread_size = 16384;  // kernel task stack size (THREAD_SIZE)
 
 // Never read: they only put the record layouts into BTF so bpf2go emits the
@@ -259,14 +265,17 @@ static __always_inline int on_switch(__u64 *ctx)
 {
 	bool preempt = (bool)ctx[0];
 	struct task_struct *prev = (void *)ctx[1], *next = (void *)ctx[2];
-	__u32 prev_tgid = BPF_CORE_READ(prev, tgid), next_tgid = BPF_CORE_READ(next, tgid);
-	bool pt = is_target(prev_tgid), nt = is_target(next_tgid);
-	bool smt = smt_update(bpf_get_smp_processor_id(), nt);
 	unsigned int st;
 	struct tt_event *e;
 
-	if (!pt && !nt && !smt)
-		return 0;
+	if (filter_switches) {
+		bool pt = is_target(BPF_CORE_READ(prev, tgid));
+		bool nt = is_target(BPF_CORE_READ(next, tgid));
+		bool smt = smt_update(bpf_get_smp_processor_id(), nt);
+
+		if (!pt && !nt && !smt)
+			return 0;
+	}
 	e = reserve(TT_SWITCH);
 	if (!e)
 		return 0;

@@ -88,6 +88,7 @@ const (
 	TracerProgRawSchedWakeupNew   = "raw_sched_wakeup_new"
 	TracerProgRawSchedWaking      = "raw_sched_waking"
 	TracerProgRawTaskRename       = "raw_task_rename"
+	TracerVarFilterSwitches       = "filter_switches"
 	TracerVarFollowForks          = "follow_forks"
 	TracerVarPreemptCountFromRq   = "preempt_count_from_rq"
 	TracerVarPrevStateArg         = "prev_state_arg"
@@ -169,6 +170,7 @@ type TracerMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type TracerVariableSpecs struct {
+	FilterSwitches     *ebpf.VariableSpec `ebpf:"filter_switches"`
 	FollowForks        *ebpf.VariableSpec `ebpf:"follow_forks"`
 	PreemptCountFromRq *ebpf.VariableSpec `ebpf:"preempt_count_from_rq"`
 	PrevStateArg       *ebpf.VariableSpec `ebpf:"prev_state_arg"`
@@ -220,6 +222,7 @@ func (m *TracerMaps) Close() error {
 //
 // It can be passed to LoadTracerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type TracerVariables struct {
+	FilterSwitches     *ebpf.Variable `ebpf:"filter_switches"`
 	FollowForks        *ebpf.Variable `ebpf:"follow_forks"`
 	PreemptCountFromRq *ebpf.Variable `ebpf:"preempt_count_from_rq"`
 	PrevStateArg       *ebpf.Variable `ebpf:"prev_state_arg"`

@@ -94,7 +94,7 @@ func TestBadInputErrors(t *testing.T) {
 func compactTrace(t *testing.T, swComm, wkComm uint32) []byte {
 	ts := uint64(1000)
 	pkt := &pb.TracePacket{Timestamp: &ts, Data: &pb.TracePacket_FtraceEvents{FtraceEvents: &pb.FtraceEventBundle{
-		Cpu: 0,
+		Cpu: proto.Uint32(0),
 		CompactSched: &pb.FtraceEventBundle_CompactSched{
 			InternTable:     [][]byte{[]byte("worker")},
 			SwitchTimestamp: []uint64{1000}, SwitchPrevState: []int64{1}, SwitchNextPid: []int32{42},

@@ -36,7 +36,8 @@ const (
 	// (Perfetto ProcessTree, the ftrace text "(tgid)" column): Tid, Tgid, Comm.
 	KindThreadInfo
 	// KindProcessInfo states a process's identity: Tid is the pid, PrevTid the
-	// parent pid, Args the command line.
+	// parent pid, Args the command line; Comm the process name, carried only
+	// when there is no command line (kernel threads, zombies).
 	KindProcessInfo
 	numKinds
 )

@@ -20,6 +20,7 @@ import (
 // both into events.
 type bundleCols struct {
 	cpu      uint32
+	hasCPU   bool // the cpu field was on the wire (trace_processor drops a bundle without)
 	lost     bool
 	prevEnd  *uint64 // previous_bundle_end_timestamp, nil when absent
 	lastRead *uint64 // last_read_event_timestamp, nil when absent
@@ -49,7 +50,7 @@ type bundleCols struct {
 
 // reset empties b for the next bundle, keeping its memory.
 func (b *bundleCols) reset() {
-	b.cpu, b.lost, b.prevEnd, b.lastRead, b.hasCS = 0, false, nil, nil, false
+	b.cpu, b.hasCPU, b.lost, b.prevEnd, b.lastRead, b.hasCS = 0, false, false, nil, nil, false
 	clear(b.intern)
 	b.intern = b.intern[:0]
 	b.swTS, b.swState, b.swPid, b.swPrio, b.swComm = b.swTS[:0], b.swState[:0], b.swPid[:0], b.swPrio[:0], b.swComm[:0]
@@ -60,7 +61,7 @@ func (b *bundleCols) reset() {
 
 // fromPB views a bundle decoded by the generated code; the slices alias it.
 func (b *bundleCols) fromPB(p *pb.FtraceEventBundle) {
-	*b = bundleCols{cpu: p.Cpu, lost: p.LostEvents, prevEnd: p.PreviousBundleEndTimestamp,
+	*b = bundleCols{cpu: p.GetCpu(), hasCPU: p.Cpu != nil, lost: p.LostEvents, prevEnd: p.PreviousBundleEndTimestamp,
 		lastRead: p.LastReadEventTimestamp, full: p.Event}
 	if cs := p.CompactSched; cs != nil {
 		b.hasCS = true
@@ -118,7 +119,7 @@ func (d *packetDecoder) decode(b []byte) bool {
 			found = true
 			b = b[n:]
 			continue
-		case num == 2 || num == 6 || num == 45 || num == 117 || num == 120:
+		case num == 2 || num == 6 || num == 45 || num == 117 || num == 120 || num == 126:
 			// Another member of the data oneof: the generated code's rules for
 			// a oneof that changes case are not worth repeating here.
 			return false
@@ -152,7 +153,7 @@ func (d *packetDecoder) decodeBundle(b []byte) bool {
 			b = b[n:]
 			switch num {
 			case 1:
-				bc.cpu = uint32(v)
+				bc.cpu, bc.hasCPU = uint32(v), true
 			case 3:
 				bc.lost = v != 0
 			case 9:

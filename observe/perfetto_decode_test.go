@@ -45,8 +45,11 @@ func checkPacketDecode(t *testing.T, d *packetDecoder, data []byte) bool {
 
 // bundleFromCols rebuilds the generated message the columns stand for.
 func bundleFromCols(b *bundleCols) *pb.FtraceEventBundle {
-	p := &pb.FtraceEventBundle{Cpu: b.cpu, LostEvents: b.lost, Event: b.full,
+	p := &pb.FtraceEventBundle{LostEvents: b.lost, Event: b.full,
 		PreviousBundleEndTimestamp: b.prevEnd, LastReadEventTimestamp: b.lastRead}
+	if b.hasCPU {
+		p.Cpu = proto.Uint32(b.cpu)
+	}
 	if b.hasCS {
 		p.CompactSched = &pb.FtraceEventBundle_CompactSched{
 			InternTable: b.intern, SwitchTimestamp: b.swTS, SwitchPrevState: b.swState,

@@ -246,6 +246,12 @@ func (r *PerfettoReader) handlePacket(off int64, p *pb.TracePacket) error {
 		g := d.GenericKernelTaskRenameEvent
 		r.merge.push(&Event{TS: r.packetTS(p), Kind: KindRename, CPU: -1, Pid: -1,
 			Tid: int32(g.Tid), Comm: string(g.Comm)})
+	case *pb.TracePacket_TraceAttributes:
+		for _, a := range d.TraceAttributes.Attribute {
+			if a.Key == pb.SwitchesAttribute {
+				r.info.Filtered = a.GetStringValue() == pb.SwitchesFiltered
+			}
+		}
 	case *pb.TracePacket_ClockSnapshot:
 		// One clock domain is assumed: ftrace and our tracer both stamp events
 		// with the same kernel clock, so there is nothing to convert.
@@ -285,8 +291,13 @@ func (r *PerfettoReader) handleProcessTree(p *pb.TracePacket, pt *pb.ProcessTree
 		for _, a := range pr.Cmdline {
 			args = append(args, string(a))
 		}
+		var comm string
+		if pr.CmdlineIsComm && len(args) > 0 {
+			// The process name standing in for a missing command line.
+			comm, args = args[0], nil
+		}
 		r.merge.push(&Event{TS: ts, Kind: KindProcessInfo, CPU: -1, Pid: -1,
-			Tid: pr.Pid, Tgid: pr.Pid, PrevTid: pr.Ppid, Args: args})
+			Tid: pr.Pid, Tgid: pr.Pid, PrevTid: pr.Ppid, Args: args, Comm: comm})
 	}
 	for _, th := range pt.Threads {
 		r.merge.push(&Event{TS: ts, Kind: KindThreadInfo, CPU: -1, Pid: -1,
@@ -311,7 +322,7 @@ func (r *PerfettoReader) handleGenericState(p *pb.TracePacket, g *pb.GenericKern
 // with a packet timestamp. It hands the mark to the merger; the bundle is
 // otherwise ignored, as readers that do not know marks ignore it.
 func (r *PerfettoReader) progressMark(b *bundleCols, hasTS bool, ts uint64) bool {
-	if !hasTS || b.lost || b.prevEnd != nil || b.lastRead != nil || len(b.full) > 0 || b.cpu > 1<<16 ||
+	if !hasTS || !b.hasCPU || b.lost || b.prevEnd != nil || b.lastRead != nil || len(b.full) > 0 || b.cpu > 1<<16 ||
 		len(b.intern)+len(b.swTS)+len(b.swState)+len(b.swPid)+len(b.swPrio)+len(b.swComm)+
 			len(b.wkTS)+len(b.wkPid)+len(b.wkCPU)+len(b.wkPrio)+len(b.wkComm)+len(b.wkFlags) > 0 {
 		return false
@@ -328,6 +339,11 @@ func (r *PerfettoReader) progressMark(b *bundleCols, hasTS bool, ts uint64) bool
 // and its full events converted. The merger releases them in timestamp order
 // and fills in compact_sched's implicit fields from the CPU's cursor.
 func (r *PerfettoReader) handleBundle(off int64, b *bundleCols) error {
+	if !b.hasCPU {
+		r.stats.NoCPUBundles++
+		r.stats.NoCPUEvents += int64(len(b.swTS) + len(b.wkTS) + len(b.full))
+		return nil
+	}
 	cpu := int32(b.cpu)
 	if b.cpu > 1<<16 {
 		return r.errorf(off, ErrCorrupt, "ftrace bundle for cpu %d", b.cpu)

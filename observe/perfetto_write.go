@@ -54,6 +54,7 @@ const markLag = 16
 
 const seqID = 1 // the one packet sequence this writer emits
 
+
 // NewPerfettoWriter starts a trace on w. info's kernel release, machine and
 // CPU count go into the SystemInfo packet.
 func NewPerfettoWriter(w io.Writer, info TraceInfo) *PerfettoWriter {
@@ -71,6 +72,11 @@ func NewPerfettoWriter(w io.Writer, info TraceInfo) *PerfettoWriter {
 	pw.packet(&pb.TracePacket{Data: &pb.TracePacket_SystemInfo{SystemInfo: si},
 		TrustedPacketSequenceId: seqID, FirstPacketOnSequence: true,
 		SequenceFlags: uint32(pb.SequenceFlags_SEQ_INCREMENTAL_STATE_CLEARED)})
+	if info.Filtered {
+		pw.packet(&pb.TracePacket{TrustedPacketSequenceId: seqID, Data: &pb.TracePacket_TraceAttributes{
+			TraceAttributes: &pb.TraceAttributes{Attribute: []*pb.TraceAttributes_Attribute{{Key: pb.SwitchesAttribute,
+				Value: &pb.TraceAttributes_Attribute_StringValue{StringValue: pb.SwitchesFiltered}}}}}})
+	}
 	return pw
 }
 
@@ -214,6 +220,11 @@ func (bb *bundleBuilder) internComm(c string) uint32 {
 }
 
 func fullEvent(ev *Event, rawState int64) (*pb.FtraceEvent, error) {
+	if ev.TS == 0 {
+		// proto3 would leave it off the wire, and trace_processor drops an
+		// event without a timestamp.
+		return nil, fmt.Errorf("write %s on cpu %d: timestamp 0 cannot be written", ev.Kind, ev.CPU)
+	}
 	fe := &pb.FtraceEvent{Timestamp: uint64(ev.TS), Pid: uint32(ev.Pid), CommonFlags: irqFlags(ev.IRQ)}
 	switch ev.Kind {
 	case KindSwitch:
@@ -270,7 +281,14 @@ func (w *PerfettoWriter) addInfo(ev *Event) {
 		for i, a := range ev.Args {
 			cmd[i] = []byte(a)
 		}
-		w.infoBuf.Processes = append(w.infoBuf.Processes, &pb.ProcessTree_Process{Pid: ev.Tid, Ppid: ev.PrevTid, Cmdline: cmd})
+		// trace_processor skips a process without a cmdline entry, parent and
+		// all; Perfetto's own scraper writes the name then, and says so.
+		isComm := len(cmd) == 0
+		if isComm {
+			cmd = [][]byte{[]byte(ev.Comm)}
+		}
+		w.infoBuf.Processes = append(w.infoBuf.Processes, &pb.ProcessTree_Process{Pid: ev.Tid, Ppid: ev.PrevTid,
+			Cmdline: cmd, CmdlineIsComm: isComm})
 		return
 	}
 	w.infoBuf.Threads = append(w.infoBuf.Threads, &pb.ProcessTree_Thread{Tid: ev.Tid, Tgid: ev.Tgid, Name: []byte(ev.Comm)})
@@ -290,7 +308,8 @@ func (w *PerfettoWriter) flushCPU(bb *bundleBuilder) {
 		return
 	}
 	b := &bb.b
-	b.Cpu = uint32(bb.cpu)
+	cpu := uint32(bb.cpu)
+	b.Cpu = &cpu // written even when 0: trace_processor drops a bundle without
 	flags := bb.cs.WakingCommonFlags
 	if len(bb.cs.SwitchTimestamp) > 0 || len(bb.cs.WakingTimestamp) > 0 {
 		if !bb.irq {
@@ -348,9 +367,9 @@ func (w *PerfettoWriter) progress(ts int64) {
 			continue
 		}
 		w.marks[cpu] = mark
-		t := uint64(mark)
+		t, c := uint64(mark), uint32(cpu)
 		w.packet(&pb.TracePacket{Timestamp: &t, TrustedPacketSequenceId: seqID,
-			Data: &pb.TracePacket_FtraceEvents{FtraceEvents: &pb.FtraceEventBundle{Cpu: uint32(cpu)}}})
+			Data: &pb.TracePacket_FtraceEvents{FtraceEvents: &pb.FtraceEventBundle{Cpu: &c}}})
 	}
 }
 

@@ -52,6 +52,11 @@ type TraceInfo struct {
 	KernelVersion string // uname -v
 	Machine       string // uname -m
 	NumCPUs       int    // 0 when not recorded
+	// Filtered says the recorder kept only the switches that involve its
+	// targets (observe --filter-switches): a CPU's switches do not chain, and
+	// other tasks' states are incomplete. Perfetto traces carry it as the
+	// trace attribute temper_train.switches = "filtered".
+	Filtered bool
 }
 
 // Trace formats.
@@ -78,6 +83,10 @@ type ReadStats struct {
 	Cropped int64
 	// OutOfOrder counts events returned behind an event already returned.
 	OutOfOrder int64
+	// NoCPUBundles counts Perfetto ftrace bundles without a cpu field and
+	// NoCPUEvents the events in them: skipped, as trace_processor skips them
+	// (it counts ftrace_bundle_tokenizer_errors), not read as CPU 0.
+	NoCPUBundles, NoCPUEvents int64
 }
 
 func (s *ReadStats) skip(name string) {

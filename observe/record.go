@@ -54,6 +54,13 @@ type RecordOptions struct {
 	NoFollowForks bool
 	// TraceAll traces every task on the machine, ignoring Tgids.
 	TraceAll bool
+	// FilterSwitches records only the switches that involve a target (and,
+	// with Siblings, those of CPUs whose SMT sibling runs one), as observe
+	// did before every switch was recorded: smaller traces, but a CPU's
+	// switches no longer chain, so other tasks' states are incomplete and
+	// trace_processor counts mismatched_sched_switch_tids. The trace says
+	// so (TraceInfo.Filtered).
+	FilterSwitches bool
 
 	// Bounds: the first reached stops the recording. Zero means no bound,
 	// except Duration, which defaults to 10 s.
@@ -217,7 +224,9 @@ func Record(ctx context.Context, w io.Writer, opts RecordOptions) (*RecordResult
 	}
 	cw := &countingWriter{w: w}
 	rec.cw = cw
-	rec.pw = NewPerfettoWriter(cw, hostTraceInfo())
+	info := hostTraceInfo()
+	info.Filtered = opts.FilterSwitches && !opts.TraceAll
+	rec.pw = NewPerfettoWriter(cw, info)
 	rec.pw.BundleEvents = 4096
 	rec.writeProcessTree(start, opts.Tgids)
 	if opts.OnAttached != nil {
@@ -309,9 +318,10 @@ func loadMode(mode string, opts RecordOptions, ncpu int) (*tracer, error) {
 	}
 	major, minor, _ := kernelVersion(hostTraceInfo().KernelRelease)
 	for name, v := range map[string]bool{
-		"prev_state_arg": major > 5 || major == 5 && minor >= 18,
-		"follow_forks":   !opts.NoFollowForks,
-		"trace_all":      opts.TraceAll,
+		"prev_state_arg":  major > 5 || major == 5 && minor >= 18,
+		"follow_forks":    !opts.NoFollowForks,
+		"trace_all":       opts.TraceAll,
+		"filter_switches": opts.FilterSwitches && !opts.TraceAll,
 	} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return nil, fmt.Errorf("set %s: %w", name, err)
@@ -782,11 +792,15 @@ func (r *recorder) progress(final bool) {
 // writeProcessTree describes the target processes and their threads from
 // /proc, so the trace names threads that never switch during the window.
 func (r *recorder) writeProcessTree(ts int64, tgids []int) {
+	var proc procfs.FS
 	for _, g := range tgids {
 		ppid, args := procParent(g)
-		r.pw.Write(&Event{TS: ts, Kind: KindProcessInfo, CPU: -1, Tid: int32(g), PrevTid: int32(ppid), Args: args})
+		ev := &Event{TS: ts, Kind: KindProcessInfo, CPU: -1, Tid: int32(g), PrevTid: int32(ppid), Args: args}
+		if len(args) == 0 {
+			ev.Comm, _ = proc.TaskComm(g, g) // a zombie: named by its comm
+		}
+		r.pw.Write(ev)
 	}
-	var proc procfs.FS
 	for _, g := range tgids {
 		tids, _ := proc.Tasks(g)
 		for _, tid := range tids {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -181,8 +182,9 @@ func checkWakeEdges(t *testing.T, path string, meta *recordedMeta) {
 // TestRecordSMTSiblings declares CPUs 0 and 1 hyperthreads of one core (this
 // machine has no SMT; the tracer takes the topology it is given), runs the
 // target on CPU 0 and an unrelated, frequently switching process on CPU 1,
-// and checks that CPU 1's switches are recorded while (and only because) its
-// declared sibling runs the target.
+// and checks that with FilterSwitches CPU 1's switches are recorded while (and
+// only because) its declared sibling runs the target, and that by default
+// they are all recorded; either way the trace says which it is.
 func TestRecordSMTSiblings(t *testing.T) {
 	requireRoot(t)
 	if n, _ := ebpfPossibleCPUs(); n < 2 {
@@ -201,13 +203,14 @@ func TestRecordSMTSiblings(t *testing.T) {
 		t.Cleanup(func() { c.Process.Kill(); c.Wait() })
 	}
 	time.Sleep(300 * time.Millisecond)
-	otherCPU1 := func(siblings [][]int) (n int64) {
+	otherCPU1 := func(siblings [][]int, filter bool) (n int64) {
 		var buf bytes.Buffer
 		_, err := Record(context.Background(), &buf, RecordOptions{Tgids: []int{target.Process.Pid},
-			Duration: time.Second, Siblings: siblings})
+			Duration: time.Second, Siblings: siblings, FilterSwitches: filter})
 		if err != nil {
 			t.Fatal(err)
 		}
+		rep := checkImporterRules(t, fmt.Sprintf("siblings %v, filter %v", siblings, filter), buf.Bytes())
 		r, err := NewReader(bytes.NewReader(buf.Bytes()), "smt")
 		if err != nil {
 			t.Fatal(err)
@@ -233,16 +236,23 @@ func TestRecordSMTSiblings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if r.Info().Filtered != filter || rep.Filtered != filter {
+			t.Errorf("filter %v: the trace says filtered=%v (reader), %v (attribute on the wire)", filter, r.Info().Filtered, rep.Filtered)
+		}
 		return n
 	}
-	with := otherCPU1([][]int{{0, 1}, {0, 1}})
-	without := otherCPU1(nil)
-	t.Logf("switches on CPU 1 between non-target tasks: %d with CPU 0 as sibling, %d without", with, without)
+	with := otherCPU1([][]int{{0, 1}, {0, 1}}, true)
+	without := otherCPU1(nil, true)
+	all := otherCPU1(nil, false)
+	t.Logf("switches on CPU 1 between non-target tasks, filtered: %d with CPU 0 as sibling, %d without; unfiltered: %d", with, without, all)
 	if with < 50 {
-		t.Errorf("with siblings declared: %d non-target switches on CPU 1, want the sibling's occupancy (≥ 50)", with)
+		t.Errorf("filtered, siblings declared: %d non-target switches on CPU 1, want the sibling's occupancy (≥ 50)", with)
 	}
 	if without != 0 {
-		t.Errorf("without siblings: %d non-target switches recorded, want 0 (filtering)", without)
+		t.Errorf("filtered, no siblings: %d non-target switches recorded, want 0", without)
+	}
+	if all < 50 {
+		t.Errorf("unfiltered: %d non-target switches on CPU 1, want every switch (≥ 50)", all)
 	}
 }
 

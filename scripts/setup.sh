@@ -27,6 +27,9 @@ missing=()
 for cmd in "${!need[@]}"; do
 	command -v "$cmd" >/dev/null || missing+=("${need[$cmd]}")
 done
+# make generate: bpf2go compiles bpf/*.bpf.c with clang-19 against libbpf's headers.
+command -v clang-19 >/dev/null || missing+=(clang-19)
+[ -e /usr/include/bpf/bpf_helpers.h ] || missing+=(libbpf-dev)
 # make vmtest's initramfs needs a statically linked busybox.
 if ! { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; }; then
 	missing+=(busybox-static)

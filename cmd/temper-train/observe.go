@@ -35,6 +35,7 @@ type observeFlags struct {
 	attach    string
 	quiet     bool
 	top       int
+	filterSw  bool
 }
 
 func newObserveCmd() *cobra.Command {
@@ -91,6 +92,7 @@ Needs root (or CAP_BPF with CAP_PERFMON) and a kernel with BPF ring buffers (5.8
 	fl.StringVar(&f.attach, "attach", "auto", "how to hook the scheduler tracepoints: auto, tp_btf or raw_tp")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
 	fl.IntVar(&f.top, "top", 15, "threads in the closing summary (0: all)")
+	fl.BoolVar(&f.filterSw, "filter-switches", false, "record only the context switches that involve the target (smaller, but other tasks' states are incomplete and trace_processor reports mismatched switches; the trace says it is filtered)")
 	return cmd
 }
 
@@ -228,7 +230,7 @@ func (f observeFlags) recordOptions() (observe.RecordOptions, error) {
 		return o, fmt.Errorf("--attach %q: want auto, tp_btf or raw_tp", f.attach)
 	}
 	return observe.RecordOptions{Duration: f.duration, MaxEvents: f.maxEvents, MaxBytes: maxBytes,
-		BufferBytes: int(buf), Attach: mode}, nil
+		BufferBytes: int(buf), Attach: mode, FilterSwitches: f.filterSw}, nil
 }
 
 var sizeRE = regexp.MustCompile(`^(\d+)\s*([KMGT]i?B?|B)?$`)

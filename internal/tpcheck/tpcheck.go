@@ -21,13 +21,10 @@ import (
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
-)
 
-// FilteredAttribute is the TraceAttributes key a trace carries when it holds
-// only some of each CPU's switches (observe --filter-switches); its value is
-// "filtered". trace_processor shows it as metadata
-// trace_attribute.temper_train.switches.
-const FilteredAttribute = "temper_train.switches"
+	// Only the attribute names: the wire is read with protowire.
+	pb "temper.codes/temper-train/observe/perfettopb"
+)
 
 // maxCPU is the tokenizer's bound (kMaxCpuCount): a bundle for a higher CPU
 // fails the import.
@@ -60,13 +57,19 @@ type Report struct {
 	// full FtraceEvents (compact ones carry no prev_pid to contradict).
 	Switches, FullSwitches int
 	// Mismatched counts full switches whose prev_pid is not the CPU's last
-	// next_pid (mismatched_sched_switch_tids; the earlier slice stays open).
-	// AfterIdle counts those where the last next_pid was 0: the switch out of
-	// the idle task is missing, which some kernels do (stock perf shows the
-	// same), not the writer.
-	Mismatched, AfterIdle int
+	// next_pid (mismatched_sched_switch_tids; the earlier slice stays open)
+	// where the writer is to blame. Two kinds are the kernel's, counted
+	// apart: AfterIdle, where the last next_pid was 0 (some kernels do not
+	// report some switches out of the idle task; stock perf and tracefs
+	// show the same), and AfterUnreported, where the last next_pid is a task
+	// the trace never shows being switched out of, on any CPU: the kernel
+	// reports no switch out of it at all (Unreported lists them; on this
+	// project's VMs, threads of the sandbox's pid 1).
+	Mismatched, AfterIdle, AfterUnreported int
+	Unreported                             []int64
 
-	// Filtered: the trace says it holds only some switches (FilteredAttribute).
+	// Filtered: the trace says it holds only some switches
+	// (perfettopb.SwitchesAttribute).
 	Filtered bool
 
 	// Problems describes the first few violations.
@@ -112,8 +115,8 @@ func (r *Report) Err() error {
 
 // String is a one-line summary of the counts.
 func (r *Report) String() string {
-	return fmt.Sprintf("%d packets, %d bundles (%d without cpu), %d switches (%d full; %d mismatched, %d after idle), filtered=%v, %d events without timestamp, %d packets without sequence id, %d processes without cmdline, %d column and %d intern errors",
-		r.Packets, r.Bundles, r.NoCPU, r.Switches, r.FullSwitches, r.Mismatched, r.AfterIdle, r.Filtered,
+	return fmt.Sprintf("%d packets, %d bundles (%d without cpu), %d switches (%d full; %d mismatched, %d after idle, %d after tasks never reported switching out %v), filtered=%v, %d events without timestamp, %d packets without sequence id, %d processes without cmdline, %d column and %d intern errors",
+		r.Packets, r.Bundles, r.NoCPU, r.Switches, r.FullSwitches, r.Mismatched, r.AfterIdle, r.AfterUnreported, r.Unreported, r.Filtered,
 		r.NoTimestamp, r.NoSequenceID, r.NoCmdline, r.ColumnErrors, r.InternErrors)
 }
 
@@ -182,13 +185,36 @@ func Check(data []byte) (*Report, error) {
 			}
 			return 0
 		})
+		perCPU[cpu] = sw
+	}
+	// Tasks the trace shows being switched out of: a full switch's prev, and
+	// the implicit prev (the last next) of a compact one.
+	left := map[int64]bool{}
+	for _, sw := range perCPU {
+		for i, s := range sw {
+			if s.full {
+				left[s.prev] = true
+			} else if i > 0 {
+				left[sw[i-1].next] = true
+			}
+		}
+	}
+	unreported := map[int64]bool{}
+	for _, cpu := range cpus {
 		known := false
 		var last int64
-		for _, s := range sw {
+		for _, s := range perCPU[cpu] {
 			if s.full && known && s.prev != last {
-				if last == 0 {
+				switch {
+				case last == 0:
 					r.AfterIdle++
-				} else {
+				case !left[last]:
+					r.AfterUnreported++
+					if !unreported[last] {
+						unreported[last] = true
+						r.Unreported = append(r.Unreported, last)
+					}
+				default:
 					r.Mismatched++
 					r.problem("cpu %d at %d (packet at byte %d): switch from pid %d, but the cpu last switched to %d", cpu, s.ts, s.off, s.prev, last)
 				}
@@ -196,6 +222,7 @@ func Check(data []byte) (*Report, error) {
 			known, last = true, s.next
 		}
 	}
+	slices.Sort(r.Unreported)
 	return r, nil
 }
 
@@ -306,8 +333,8 @@ func (r *Report) attributes(b []byte) error {
 		}); err != nil {
 			return err
 		}
-		if key == FilteredAttribute {
-			r.Filtered = val == "filtered"
+		if key == pb.SwitchesAttribute {
+			r.Filtered = val == pb.SwitchesFiltered
 		}
 		return nil
 	})

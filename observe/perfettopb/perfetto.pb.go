@@ -3,11 +3,14 @@
 // this subset open in ui.perfetto.dev and trace_processor, and traces recorded by
 // stock perfetto decode with it.
 //
-// Deliberate differences from Perfetto's own .proto files, none of which change
-// the wire format:
+// Deliberate differences from Perfetto's own .proto files:
 //   - proto3 syntax, so scalar fields are plain values rather than pointers and
-//     decoding a full FtraceEvent does not allocate per field; `optional` marks
-//     the few fields whose presence carries meaning.
+//     decoding a full FtraceEvent does not allocate per field. proto3 leaves a
+//     zero value off the wire, though, and trace_processor tests some fields
+//     for presence: those are `optional` here (FtraceEventBundle.cpu), or the
+//     writer never writes them as zero (FtraceEvent.timestamp, ProcessTree
+//     cmdline, TracePacket.trusted_packet_sequence_id). internal/tpcheck holds
+//     written traces to those rules.
 //   - Strings that come from the kernel (comm, cmdline, utsname) are `bytes`:
 //     the kernel does not promise UTF-8, and proto3 `string` would reject a
 //     trace over one odd byte in a thread name.
@@ -142,6 +145,7 @@ type TracePacket struct {
 	//	*TracePacket_SystemInfo
 	//	*TracePacket_GenericKernelTaskStateEvent
 	//	*TracePacket_GenericKernelTaskRenameEvent
+	//	*TracePacket_TraceAttributes
 	Data                    isTracePacket_Data `protobuf_oneof:"data"`
 	TrustedUid              int32              `protobuf:"varint,3,opt,name=trusted_uid,json=trustedUid,proto3" json:"trusted_uid,omitempty"`
 	TrustedPacketSequenceId uint32             `protobuf:"varint,10,opt,name=trusted_packet_sequence_id,json=trustedPacketSequenceId,proto3" json:"trusted_packet_sequence_id,omitempty"`
@@ -251,6 +255,15 @@ func (x *TracePacket) GetGenericKernelTaskRenameEvent() *GenericKernelTaskRename
 	return nil
 }
 
+func (x *TracePacket) GetTraceAttributes() *TraceAttributes {
+	if x != nil {
+		if x, ok := x.Data.(*TracePacket_TraceAttributes); ok {
+			return x.TraceAttributes
+		}
+	}
+	return nil
+}
+
 func (x *TracePacket) GetTrustedUid() int32 {
 	if x != nil {
 		return x.TrustedUid
@@ -321,6 +334,10 @@ type TracePacket_GenericKernelTaskRenameEvent struct {
 	GenericKernelTaskRenameEvent *GenericKernelTaskRenameEvent `protobuf:"bytes,120,opt,name=generic_kernel_task_rename_event,json=genericKernelTaskRenameEvent,proto3,oneof"`
 }
 
+type TracePacket_TraceAttributes struct {
+	TraceAttributes *TraceAttributes `protobuf:"bytes,126,opt,name=trace_attributes,json=traceAttributes,proto3,oneof"`
+}
+
 func (*TracePacket_FtraceEvents) isTracePacket_Data() {}
 
 func (*TracePacket_ProcessTree) isTracePacket_Data() {}
@@ -333,6 +350,54 @@ func (*TracePacket_GenericKernelTaskStateEvent) isTracePacket_Data() {}
 
 func (*TracePacket_GenericKernelTaskRenameEvent) isTracePacket_Data() {}
 
+func (*TracePacket_TraceAttributes) isTracePacket_Data() {}
+
+// Key-value metadata about the trace; trace_processor lists each as
+// metadata "trace_attribute.<key>".
+type TraceAttributes struct {
+	state         protoimpl.MessageState       `protogen:"open.v1"`
+	Attribute     []*TraceAttributes_Attribute `protobuf:"bytes,1,rep,name=attribute,proto3" json:"attribute,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceAttributes) Reset() {
+	*x = TraceAttributes{}
+	mi := &file_perfetto_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceAttributes) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceAttributes) ProtoMessage() {}
+
+func (x *TraceAttributes) ProtoReflect() protoreflect.Message {
+	mi := &file_perfetto_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceAttributes.ProtoReflect.Descriptor instead.
+func (*TraceAttributes) Descriptor() ([]byte, []int) {
+	return file_perfetto_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *TraceAttributes) GetAttribute() []*TraceAttributes_Attribute {
+	if x != nil {
+		return x.Attribute
+	}
+	return nil
+}
+
 type ClockSnapshot struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Clocks []*ClockSnapshot_Clock `protobuf:"bytes,1,rep,name=clocks,proto3" json:"clocks,omitempty"`
@@ -344,7 +409,7 @@ type ClockSnapshot struct {
 
 func (x *ClockSnapshot) Reset() {
 	*x = ClockSnapshot{}
-	mi := &file_perfetto_proto_msgTypes[2]
+	mi := &file_perfetto_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -356,7 +421,7 @@ func (x *ClockSnapshot) String() string {
 func (*ClockSnapshot) ProtoMessage() {}
 
 func (x *ClockSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[2]
+	mi := &file_perfetto_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -369,7 +434,7 @@ func (x *ClockSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockSnapshot.ProtoReflect.Descriptor instead.
 func (*ClockSnapshot) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{2}
+	return file_perfetto_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ClockSnapshot) GetClocks() []*ClockSnapshot_Clock {
@@ -396,7 +461,7 @@ type SystemInfo struct {
 
 func (x *SystemInfo) Reset() {
 	*x = SystemInfo{}
-	mi := &file_perfetto_proto_msgTypes[3]
+	mi := &file_perfetto_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -408,7 +473,7 @@ func (x *SystemInfo) String() string {
 func (*SystemInfo) ProtoMessage() {}
 
 func (x *SystemInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[3]
+	mi := &file_perfetto_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -421,7 +486,7 @@ func (x *SystemInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SystemInfo.ProtoReflect.Descriptor instead.
 func (*SystemInfo) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{3}
+	return file_perfetto_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SystemInfo) GetUtsname() *Utsname {
@@ -450,7 +515,7 @@ type Utsname struct {
 
 func (x *Utsname) Reset() {
 	*x = Utsname{}
-	mi := &file_perfetto_proto_msgTypes[4]
+	mi := &file_perfetto_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -462,7 +527,7 @@ func (x *Utsname) String() string {
 func (*Utsname) ProtoMessage() {}
 
 func (x *Utsname) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[4]
+	mi := &file_perfetto_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -475,7 +540,7 @@ func (x *Utsname) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Utsname.ProtoReflect.Descriptor instead.
 func (*Utsname) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{4}
+	return file_perfetto_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Utsname) GetSysname() []byte {
@@ -517,7 +582,7 @@ type ProcessTree struct {
 
 func (x *ProcessTree) Reset() {
 	*x = ProcessTree{}
-	mi := &file_perfetto_proto_msgTypes[5]
+	mi := &file_perfetto_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -529,7 +594,7 @@ func (x *ProcessTree) String() string {
 func (*ProcessTree) ProtoMessage() {}
 
 func (x *ProcessTree) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[5]
+	mi := &file_perfetto_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -542,7 +607,7 @@ func (x *ProcessTree) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessTree.ProtoReflect.Descriptor instead.
 func (*ProcessTree) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{5}
+	return file_perfetto_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ProcessTree) GetProcesses() []*ProcessTree_Process {
@@ -567,8 +632,9 @@ func (x *ProcessTree) GetCollectionEndTimestamp() uint64 {
 }
 
 type FtraceEventBundle struct {
-	state        protoimpl.MessageState          `protogen:"open.v1"`
-	Cpu          uint32                          `protobuf:"varint,1,opt,name=cpu,proto3" json:"cpu,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Always written, 0 included: trace_processor drops a bundle without it.
+	Cpu          *uint32                         `protobuf:"varint,1,opt,name=cpu,proto3,oneof" json:"cpu,omitempty"`
 	Event        []*FtraceEvent                  `protobuf:"bytes,2,rep,name=event,proto3" json:"event,omitempty"`
 	LostEvents   bool                            `protobuf:"varint,3,opt,name=lost_events,json=lostEvents,proto3" json:"lost_events,omitempty"`
 	CompactSched *FtraceEventBundle_CompactSched `protobuf:"bytes,4,opt,name=compact_sched,json=compactSched,proto3" json:"compact_sched,omitempty"`
@@ -584,7 +650,7 @@ type FtraceEventBundle struct {
 
 func (x *FtraceEventBundle) Reset() {
 	*x = FtraceEventBundle{}
-	mi := &file_perfetto_proto_msgTypes[6]
+	mi := &file_perfetto_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -596,7 +662,7 @@ func (x *FtraceEventBundle) String() string {
 func (*FtraceEventBundle) ProtoMessage() {}
 
 func (x *FtraceEventBundle) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[6]
+	mi := &file_perfetto_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -609,12 +675,12 @@ func (x *FtraceEventBundle) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FtraceEventBundle.ProtoReflect.Descriptor instead.
 func (*FtraceEventBundle) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{6}
+	return file_perfetto_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *FtraceEventBundle) GetCpu() uint32 {
-	if x != nil {
-		return x.Cpu
+	if x != nil && x.Cpu != nil {
+		return *x.Cpu
 	}
 	return 0
 }
@@ -679,7 +745,7 @@ type FtraceEvent struct {
 
 func (x *FtraceEvent) Reset() {
 	*x = FtraceEvent{}
-	mi := &file_perfetto_proto_msgTypes[7]
+	mi := &file_perfetto_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -691,7 +757,7 @@ func (x *FtraceEvent) String() string {
 func (*FtraceEvent) ProtoMessage() {}
 
 func (x *FtraceEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[7]
+	mi := &file_perfetto_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -704,7 +770,7 @@ func (x *FtraceEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FtraceEvent.ProtoReflect.Descriptor instead.
 func (*FtraceEvent) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{7}
+	return file_perfetto_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *FtraceEvent) GetTimestamp() uint64 {
@@ -904,7 +970,7 @@ type SchedSwitchFtraceEvent struct {
 
 func (x *SchedSwitchFtraceEvent) Reset() {
 	*x = SchedSwitchFtraceEvent{}
-	mi := &file_perfetto_proto_msgTypes[8]
+	mi := &file_perfetto_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +982,7 @@ func (x *SchedSwitchFtraceEvent) String() string {
 func (*SchedSwitchFtraceEvent) ProtoMessage() {}
 
 func (x *SchedSwitchFtraceEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[8]
+	mi := &file_perfetto_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +995,7 @@ func (x *SchedSwitchFtraceEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedSwitchFtraceEvent.ProtoReflect.Descriptor instead.
 func (*SchedSwitchFtraceEvent) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{8}
+	return file_perfetto_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SchedSwitchFtraceEvent) GetPrevComm() []byte {
@@ -992,7 +1058,7 @@ type SchedBlockedReasonFtraceEvent struct {
 
 func (x *SchedBlockedReasonFtraceEvent) Reset() {
 	*x = SchedBlockedReasonFtraceEvent{}
-	mi := &file_perfetto_proto_msgTypes[9]
+	mi := &file_perfetto_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1004,7 +1070,7 @@ func (x *SchedBlockedReasonFtraceEvent) String() string {
 func (*SchedBlockedReasonFtraceEvent) ProtoMessage() {}
 
 func (x *SchedBlockedReasonFtraceEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[9]
+	mi := &file_perfetto_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1017,7 +1083,7 @@ func (x *SchedBlockedReasonFtraceEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedBlockedReasonFtraceEvent.ProtoReflect.Descriptor instead.
 func (*SchedBlockedReasonFtraceEvent) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{9}
+	return file_perfetto_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SchedBlockedReasonFtraceEvent) GetPid() int32 {
@@ -1054,7 +1120,7 @@ type SchedWakeupFtraceEvent struct {
 
 func (x *SchedWakeupFtraceEvent) Reset() {
 	*x = SchedWakeupFtraceEvent{}
-	mi := &file_perfetto_proto_msgTypes[10]
+	mi := &file_perfetto_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1066,7 +1132,7 @@ func (x *SchedWakeupFtraceEvent) String() string {
 func (*SchedWakeupFtraceEvent) ProtoMessage() {}
 
 func (x *SchedWakeupFtraceEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[10]
+	mi := &file_perfetto_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1079,7 +1145,7 @@ func (x *SchedWakeupFtraceEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedWakeupFtraceEvent.ProtoReflect.Descriptor instead.
 func (*SchedWakeupFtraceEvent) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{10}
+	return file_perfetto_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SchedWakeupFtraceEvent) GetComm() []byte {
@@ -1130,7 +1196,7 @@ type SchedWakingFtraceEvent struct {
 
 func (x *SchedWakingFtraceEvent) Reset() {
 	*x = SchedWakingFtraceEvent{}
-	mi := &file_perfetto_proto_msgTypes[11]
+	mi := &file_perfetto_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1142,7 +1208,7 @@ func (x *SchedWakingFtraceEvent) String() string {
 func (*SchedWakingFtraceEvent) ProtoMessage() {}
 
 func (x *SchedWakingFtraceEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[11]
+	mi := &file_perfetto_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1155,7 +1221,7 @@ func (x *SchedWakingFtraceEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedWakingFtraceEvent.ProtoReflect.Descriptor instead.
 func (*SchedWakingFtraceEvent) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{11}
+	return file_perfetto_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SchedWakingFtraceEvent) GetComm() []byte {
@@ -1206,7 +1272,7 @@ type SchedWakeupNewFtraceEvent struct {
 
 func (x *SchedWakeupNewFtraceEvent) Reset() {
 	*x = SchedWakeupNewFtraceEvent{}
-	mi := &file_perfetto_proto_msgTypes[12]
+	mi := &file_perfetto_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1218,7 +1284,7 @@ func (x *SchedWakeupNewFtraceEvent) String() string {
 func (*SchedWakeupNewFtraceEvent) ProtoMessage() {}
 
 func (x *SchedWakeupNewFtraceEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[12]
+	mi := &file_perfetto_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1231,7 +1297,7 @@ func (x *SchedWakeupNewFtraceEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedWakeupNewFtraceEvent.ProtoReflect.Descriptor instead.
 func (*SchedWakeupNewFtraceEvent) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{12}
+	return file_perfetto_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SchedWakeupNewFtraceEvent) GetComm() []byte {
@@ -1281,7 +1347,7 @@ type TaskNewtaskFtraceEvent struct {
 
 func (x *TaskNewtaskFtraceEvent) Reset() {
 	*x = TaskNewtaskFtraceEvent{}
-	mi := &file_perfetto_proto_msgTypes[13]
+	mi := &file_perfetto_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1293,7 +1359,7 @@ func (x *TaskNewtaskFtraceEvent) String() string {
 func (*TaskNewtaskFtraceEvent) ProtoMessage() {}
 
 func (x *TaskNewtaskFtraceEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[13]
+	mi := &file_perfetto_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1306,7 +1372,7 @@ func (x *TaskNewtaskFtraceEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskNewtaskFtraceEvent.ProtoReflect.Descriptor instead.
 func (*TaskNewtaskFtraceEvent) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{13}
+	return file_perfetto_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TaskNewtaskFtraceEvent) GetPid() int32 {
@@ -1349,7 +1415,7 @@ type TaskRenameFtraceEvent struct {
 
 func (x *TaskRenameFtraceEvent) Reset() {
 	*x = TaskRenameFtraceEvent{}
-	mi := &file_perfetto_proto_msgTypes[14]
+	mi := &file_perfetto_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1427,7 @@ func (x *TaskRenameFtraceEvent) String() string {
 func (*TaskRenameFtraceEvent) ProtoMessage() {}
 
 func (x *TaskRenameFtraceEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[14]
+	mi := &file_perfetto_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1440,7 @@ func (x *TaskRenameFtraceEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRenameFtraceEvent.ProtoReflect.Descriptor instead.
 func (*TaskRenameFtraceEvent) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{14}
+	return file_perfetto_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TaskRenameFtraceEvent) GetPid() int32 {
@@ -1417,7 +1483,7 @@ type SchedProcessExitFtraceEvent struct {
 
 func (x *SchedProcessExitFtraceEvent) Reset() {
 	*x = SchedProcessExitFtraceEvent{}
-	mi := &file_perfetto_proto_msgTypes[15]
+	mi := &file_perfetto_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1429,7 +1495,7 @@ func (x *SchedProcessExitFtraceEvent) String() string {
 func (*SchedProcessExitFtraceEvent) ProtoMessage() {}
 
 func (x *SchedProcessExitFtraceEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[15]
+	mi := &file_perfetto_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1442,7 +1508,7 @@ func (x *SchedProcessExitFtraceEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedProcessExitFtraceEvent.ProtoReflect.Descriptor instead.
 func (*SchedProcessExitFtraceEvent) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{15}
+	return file_perfetto_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *SchedProcessExitFtraceEvent) GetComm() []byte {
@@ -1485,7 +1551,7 @@ type SchedProcessForkFtraceEvent struct {
 
 func (x *SchedProcessForkFtraceEvent) Reset() {
 	*x = SchedProcessForkFtraceEvent{}
-	mi := &file_perfetto_proto_msgTypes[16]
+	mi := &file_perfetto_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1497,7 +1563,7 @@ func (x *SchedProcessForkFtraceEvent) String() string {
 func (*SchedProcessForkFtraceEvent) ProtoMessage() {}
 
 func (x *SchedProcessForkFtraceEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[16]
+	mi := &file_perfetto_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1510,7 +1576,7 @@ func (x *SchedProcessForkFtraceEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedProcessForkFtraceEvent.ProtoReflect.Descriptor instead.
 func (*SchedProcessForkFtraceEvent) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{16}
+	return file_perfetto_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SchedProcessForkFtraceEvent) GetParentComm() []byte {
@@ -1552,7 +1618,7 @@ type SchedProcessFreeFtraceEvent struct {
 
 func (x *SchedProcessFreeFtraceEvent) Reset() {
 	*x = SchedProcessFreeFtraceEvent{}
-	mi := &file_perfetto_proto_msgTypes[17]
+	mi := &file_perfetto_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1564,7 +1630,7 @@ func (x *SchedProcessFreeFtraceEvent) String() string {
 func (*SchedProcessFreeFtraceEvent) ProtoMessage() {}
 
 func (x *SchedProcessFreeFtraceEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[17]
+	mi := &file_perfetto_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1577,7 +1643,7 @@ func (x *SchedProcessFreeFtraceEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedProcessFreeFtraceEvent.ProtoReflect.Descriptor instead.
 func (*SchedProcessFreeFtraceEvent) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{17}
+	return file_perfetto_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SchedProcessFreeFtraceEvent) GetComm() []byte {
@@ -1617,7 +1683,7 @@ type GenericKernelTaskStateEvent struct {
 
 func (x *GenericKernelTaskStateEvent) Reset() {
 	*x = GenericKernelTaskStateEvent{}
-	mi := &file_perfetto_proto_msgTypes[18]
+	mi := &file_perfetto_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1629,7 +1695,7 @@ func (x *GenericKernelTaskStateEvent) String() string {
 func (*GenericKernelTaskStateEvent) ProtoMessage() {}
 
 func (x *GenericKernelTaskStateEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[18]
+	mi := &file_perfetto_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1642,7 +1708,7 @@ func (x *GenericKernelTaskStateEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenericKernelTaskStateEvent.ProtoReflect.Descriptor instead.
 func (*GenericKernelTaskStateEvent) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{18}
+	return file_perfetto_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GenericKernelTaskStateEvent) GetCpu() int32 {
@@ -1690,7 +1756,7 @@ type GenericKernelTaskRenameEvent struct {
 
 func (x *GenericKernelTaskRenameEvent) Reset() {
 	*x = GenericKernelTaskRenameEvent{}
-	mi := &file_perfetto_proto_msgTypes[19]
+	mi := &file_perfetto_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1702,7 +1768,7 @@ func (x *GenericKernelTaskRenameEvent) String() string {
 func (*GenericKernelTaskRenameEvent) ProtoMessage() {}
 
 func (x *GenericKernelTaskRenameEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[19]
+	mi := &file_perfetto_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1715,7 +1781,7 @@ func (x *GenericKernelTaskRenameEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GenericKernelTaskRenameEvent.ProtoReflect.Descriptor instead.
 func (*GenericKernelTaskRenameEvent) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{19}
+	return file_perfetto_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GenericKernelTaskRenameEvent) GetTid() int64 {
@@ -1732,6 +1798,96 @@ func (x *GenericKernelTaskRenameEvent) GetComm() []byte {
 	return nil
 }
 
+type TraceAttributes_Attribute struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Key   string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Types that are valid to be assigned to Value:
+	//
+	//	*TraceAttributes_Attribute_LongValue
+	//	*TraceAttributes_Attribute_StringValue
+	Value         isTraceAttributes_Attribute_Value `protobuf_oneof:"value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceAttributes_Attribute) Reset() {
+	*x = TraceAttributes_Attribute{}
+	mi := &file_perfetto_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceAttributes_Attribute) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceAttributes_Attribute) ProtoMessage() {}
+
+func (x *TraceAttributes_Attribute) ProtoReflect() protoreflect.Message {
+	mi := &file_perfetto_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceAttributes_Attribute.ProtoReflect.Descriptor instead.
+func (*TraceAttributes_Attribute) Descriptor() ([]byte, []int) {
+	return file_perfetto_proto_rawDescGZIP(), []int{2, 0}
+}
+
+func (x *TraceAttributes_Attribute) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *TraceAttributes_Attribute) GetValue() isTraceAttributes_Attribute_Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *TraceAttributes_Attribute) GetLongValue() int64 {
+	if x != nil {
+		if x, ok := x.Value.(*TraceAttributes_Attribute_LongValue); ok {
+			return x.LongValue
+		}
+	}
+	return 0
+}
+
+func (x *TraceAttributes_Attribute) GetStringValue() string {
+	if x != nil {
+		if x, ok := x.Value.(*TraceAttributes_Attribute_StringValue); ok {
+			return x.StringValue
+		}
+	}
+	return ""
+}
+
+type isTraceAttributes_Attribute_Value interface {
+	isTraceAttributes_Attribute_Value()
+}
+
+type TraceAttributes_Attribute_LongValue struct {
+	LongValue int64 `protobuf:"varint,2,opt,name=long_value,json=longValue,proto3,oneof"`
+}
+
+type TraceAttributes_Attribute_StringValue struct {
+	StringValue string `protobuf:"bytes,3,opt,name=string_value,json=stringValue,proto3,oneof"`
+}
+
+func (*TraceAttributes_Attribute_LongValue) isTraceAttributes_Attribute_Value() {}
+
+func (*TraceAttributes_Attribute_StringValue) isTraceAttributes_Attribute_Value() {}
+
 type ClockSnapshot_Clock struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ClockId       uint32                 `protobuf:"varint,1,opt,name=clock_id,json=clockId,proto3" json:"clock_id,omitempty"`
@@ -1742,7 +1898,7 @@ type ClockSnapshot_Clock struct {
 
 func (x *ClockSnapshot_Clock) Reset() {
 	*x = ClockSnapshot_Clock{}
-	mi := &file_perfetto_proto_msgTypes[20]
+	mi := &file_perfetto_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1754,7 +1910,7 @@ func (x *ClockSnapshot_Clock) String() string {
 func (*ClockSnapshot_Clock) ProtoMessage() {}
 
 func (x *ClockSnapshot_Clock) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[20]
+	mi := &file_perfetto_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1767,7 +1923,7 @@ func (x *ClockSnapshot_Clock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClockSnapshot_Clock.ProtoReflect.Descriptor instead.
 func (*ClockSnapshot_Clock) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{2, 0}
+	return file_perfetto_proto_rawDescGZIP(), []int{3, 0}
 }
 
 func (x *ClockSnapshot_Clock) GetClockId() uint32 {
@@ -1795,7 +1951,7 @@ type ProcessTree_Thread struct {
 
 func (x *ProcessTree_Thread) Reset() {
 	*x = ProcessTree_Thread{}
-	mi := &file_perfetto_proto_msgTypes[21]
+	mi := &file_perfetto_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1807,7 +1963,7 @@ func (x *ProcessTree_Thread) String() string {
 func (*ProcessTree_Thread) ProtoMessage() {}
 
 func (x *ProcessTree_Thread) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[21]
+	mi := &file_perfetto_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1820,7 +1976,7 @@ func (x *ProcessTree_Thread) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessTree_Thread.ProtoReflect.Descriptor instead.
 func (*ProcessTree_Thread) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{5, 0}
+	return file_perfetto_proto_rawDescGZIP(), []int{6, 0}
 }
 
 func (x *ProcessTree_Thread) GetTid() int32 {
@@ -1845,17 +2001,20 @@ func (x *ProcessTree_Thread) GetTgid() int32 {
 }
 
 type ProcessTree_Process struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Pid           int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
-	Ppid          int32                  `protobuf:"varint,2,opt,name=ppid,proto3" json:"ppid,omitempty"`
-	Cmdline       [][]byte               `protobuf:"bytes,3,rep,name=cmdline,proto3" json:"cmdline,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Pid     int32                  `protobuf:"varint,1,opt,name=pid,proto3" json:"pid,omitempty"`
+	Ppid    int32                  `protobuf:"varint,2,opt,name=ppid,proto3" json:"ppid,omitempty"`
+	Cmdline [][]byte               `protobuf:"bytes,3,rep,name=cmdline,proto3" json:"cmdline,omitempty"`
+	// cmdline holds the comm, not a command line (kernel threads, zombies):
+	// trace_processor skips a process without a cmdline entry.
+	CmdlineIsComm bool `protobuf:"varint,9,opt,name=cmdline_is_comm,json=cmdlineIsComm,proto3" json:"cmdline_is_comm,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProcessTree_Process) Reset() {
 	*x = ProcessTree_Process{}
-	mi := &file_perfetto_proto_msgTypes[22]
+	mi := &file_perfetto_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1867,7 +2026,7 @@ func (x *ProcessTree_Process) String() string {
 func (*ProcessTree_Process) ProtoMessage() {}
 
 func (x *ProcessTree_Process) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[22]
+	mi := &file_perfetto_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1880,7 +2039,7 @@ func (x *ProcessTree_Process) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProcessTree_Process.ProtoReflect.Descriptor instead.
 func (*ProcessTree_Process) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{5, 1}
+	return file_perfetto_proto_rawDescGZIP(), []int{6, 1}
 }
 
 func (x *ProcessTree_Process) GetPid() int32 {
@@ -1902,6 +2061,13 @@ func (x *ProcessTree_Process) GetCmdline() [][]byte {
 		return x.Cmdline
 	}
 	return nil
+}
+
+func (x *ProcessTree_Process) GetCmdlineIsComm() bool {
+	if x != nil {
+		return x.CmdlineIsComm
+	}
+	return false
 }
 
 // sched_switch and sched_waking in columnar form. Timestamps are deltas (the
@@ -1927,7 +2093,7 @@ type FtraceEventBundle_CompactSched struct {
 
 func (x *FtraceEventBundle_CompactSched) Reset() {
 	*x = FtraceEventBundle_CompactSched{}
-	mi := &file_perfetto_proto_msgTypes[23]
+	mi := &file_perfetto_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1939,7 +2105,7 @@ func (x *FtraceEventBundle_CompactSched) String() string {
 func (*FtraceEventBundle_CompactSched) ProtoMessage() {}
 
 func (x *FtraceEventBundle_CompactSched) ProtoReflect() protoreflect.Message {
-	mi := &file_perfetto_proto_msgTypes[23]
+	mi := &file_perfetto_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1952,7 +2118,7 @@ func (x *FtraceEventBundle_CompactSched) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FtraceEventBundle_CompactSched.ProtoReflect.Descriptor instead.
 func (*FtraceEventBundle_CompactSched) Descriptor() ([]byte, []int) {
-	return file_perfetto_proto_rawDescGZIP(), []int{6, 0}
+	return file_perfetto_proto_rawDescGZIP(), []int{7, 0}
 }
 
 func (x *FtraceEventBundle_CompactSched) GetSwitchTimestamp() []uint64 {
@@ -2045,7 +2211,7 @@ const file_perfetto_proto_rawDesc = "" +
 	"\n" +
 	"\x0eperfetto.proto\x12\x0fperfetto.protos\"=\n" +
 	"\x05Trace\x124\n" +
-	"\x06packet\x18\x01 \x03(\v2\x1c.perfetto.protos.TracePacketR\x06packet\"\xe3\x06\n" +
+	"\x06packet\x18\x01 \x03(\v2\x1c.perfetto.protos.TracePacketR\x06packet\"\xb2\a\n" +
 	"\vTracePacket\x12!\n" +
 	"\ttimestamp\x18\b \x01(\x04H\x01R\ttimestamp\x88\x01\x01\x12I\n" +
 	"\rftrace_events\x18\x01 \x01(\v2\".perfetto.protos.FtraceEventBundleH\x00R\fftraceEvents\x12A\n" +
@@ -2054,7 +2220,8 @@ const file_perfetto_proto_rawDesc = "" +
 	"\vsystem_info\x18- \x01(\v2\x1b.perfetto.protos.SystemInfoH\x00R\n" +
 	"systemInfo\x12t\n" +
 	"\x1fgeneric_kernel_task_state_event\x18u \x01(\v2,.perfetto.protos.GenericKernelTaskStateEventH\x00R\x1bgenericKernelTaskStateEvent\x12w\n" +
-	" generic_kernel_task_rename_event\x18x \x01(\v2-.perfetto.protos.GenericKernelTaskRenameEventH\x00R\x1cgenericKernelTaskRenameEvent\x12\x1f\n" +
+	" generic_kernel_task_rename_event\x18x \x01(\v2-.perfetto.protos.GenericKernelTaskRenameEventH\x00R\x1cgenericKernelTaskRenameEvent\x12M\n" +
+	"\x10trace_attributes\x18~ \x01(\v2 .perfetto.protos.TraceAttributesH\x00R\x0ftraceAttributes\x12\x1f\n" +
 	"\vtrusted_uid\x18\x03 \x01(\x05R\n" +
 	"trustedUid\x12;\n" +
 	"\x1atrusted_packet_sequence_id\x18\n" +
@@ -2066,7 +2233,15 @@ const file_perfetto_proto_rawDesc = "" +
 	"\x18first_packet_on_sequence\x18W \x01(\bR\x15firstPacketOnSequenceB\x06\n" +
 	"\x04dataB\f\n" +
 	"\n" +
-	"_timestamp\"\xbf\x01\n" +
+	"_timestamp\"\xc9\x01\n" +
+	"\x0fTraceAttributes\x12H\n" +
+	"\tattribute\x18\x01 \x03(\v2*.perfetto.protos.TraceAttributes.AttributeR\tattribute\x1al\n" +
+	"\tAttribute\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x1f\n" +
+	"\n" +
+	"long_value\x18\x02 \x01(\x03H\x00R\tlongValue\x12#\n" +
+	"\fstring_value\x18\x03 \x01(\tH\x00R\vstringValueB\a\n" +
+	"\x05value\"\xbf\x01\n" +
 	"\rClockSnapshot\x12<\n" +
 	"\x06clocks\x18\x01 \x03(\v2$.perfetto.protos.ClockSnapshot.ClockR\x06clocks\x12.\n" +
 	"\x13primary_trace_clock\x18\x02 \x01(\rR\x11primaryTraceClock\x1a@\n" +
@@ -2081,7 +2256,7 @@ const file_perfetto_proto_rawDesc = "" +
 	"\asysname\x18\x01 \x01(\fR\asysname\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\fR\aversion\x12\x18\n" +
 	"\arelease\x18\x03 \x01(\fR\arelease\x12\x18\n" +
-	"\amachine\x18\x04 \x01(\fR\amachine\"\xd9\x02\n" +
+	"\amachine\x18\x04 \x01(\fR\amachine\"\x81\x03\n" +
 	"\vProcessTree\x12B\n" +
 	"\tprocesses\x18\x01 \x03(\v2$.perfetto.protos.ProcessTree.ProcessR\tprocesses\x12=\n" +
 	"\athreads\x18\x02 \x03(\v2#.perfetto.protos.ProcessTree.ThreadR\athreads\x128\n" +
@@ -2089,20 +2264,21 @@ const file_perfetto_proto_rawDesc = "" +
 	"\x06Thread\x12\x10\n" +
 	"\x03tid\x18\x01 \x01(\x05R\x03tid\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\fR\x04name\x12\x12\n" +
-	"\x04tgid\x18\x03 \x01(\x05R\x04tgid\x1aI\n" +
+	"\x04tgid\x18\x03 \x01(\x05R\x04tgid\x1aq\n" +
 	"\aProcess\x12\x10\n" +
 	"\x03pid\x18\x01 \x01(\x05R\x03pid\x12\x12\n" +
 	"\x04ppid\x18\x02 \x01(\x05R\x04ppid\x12\x18\n" +
-	"\acmdline\x18\x03 \x03(\fR\acmdline\"\xc9\a\n" +
-	"\x11FtraceEventBundle\x12\x10\n" +
-	"\x03cpu\x18\x01 \x01(\rR\x03cpu\x122\n" +
+	"\acmdline\x18\x03 \x03(\fR\acmdline\x12&\n" +
+	"\x0fcmdline_is_comm\x18\t \x01(\bR\rcmdlineIsComm\"\xd6\a\n" +
+	"\x11FtraceEventBundle\x12\x15\n" +
+	"\x03cpu\x18\x01 \x01(\rH\x00R\x03cpu\x88\x01\x01\x122\n" +
 	"\x05event\x18\x02 \x03(\v2\x1c.perfetto.protos.FtraceEventR\x05event\x12\x1f\n" +
 	"\vlost_events\x18\x03 \x01(\bR\n" +
 	"lostEvents\x12T\n" +
 	"\rcompact_sched\x18\x04 \x01(\v2/.perfetto.protos.FtraceEventBundle.CompactSchedR\fcompactSched\x12F\n" +
 	"\x1dprevious_bundle_end_timestamp\x18\n" +
-	" \x01(\x04H\x00R\x1apreviousBundleEndTimestamp\x88\x01\x01\x12>\n" +
-	"\x19last_read_event_timestamp\x18\t \x01(\x04H\x01R\x16lastReadEventTimestamp\x88\x01\x01\x1a\xae\x04\n" +
+	" \x01(\x04H\x01R\x1apreviousBundleEndTimestamp\x88\x01\x01\x12>\n" +
+	"\x19last_read_event_timestamp\x18\t \x01(\x04H\x02R\x16lastReadEventTimestamp\x88\x01\x01\x1a\xae\x04\n" +
 	"\fCompactSched\x12-\n" +
 	"\x10switch_timestamp\x18\x01 \x03(\x04B\x02\x10\x01R\x0fswitchTimestamp\x12.\n" +
 	"\x11switch_prev_state\x18\x02 \x03(\x03B\x02\x10\x01R\x0fswitchPrevState\x12*\n" +
@@ -2118,7 +2294,8 @@ const file_perfetto_proto_rawDesc = "" +
 	" \x03(\x05B\x02\x10\x01R\n" +
 	"wakingPrio\x12.\n" +
 	"\x11waking_comm_index\x18\v \x03(\rB\x02\x10\x01R\x0fwakingCommIndex\x122\n" +
-	"\x13waking_common_flags\x18\f \x03(\rB\x02\x10\x01R\x11wakingCommonFlagsB \n" +
+	"\x13waking_common_flags\x18\f \x03(\rB\x02\x10\x01R\x11wakingCommonFlagsB\x06\n" +
+	"\x04_cpuB \n" +
 	"\x1e_previous_bundle_end_timestampB\x1c\n" +
 	"\x1a_last_read_event_timestamp\"\xc7\a\n" +
 	"\vFtraceEvent\x12\x1c\n" +
@@ -2226,63 +2403,67 @@ func file_perfetto_proto_rawDescGZIP() []byte {
 }
 
 var file_perfetto_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_perfetto_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_perfetto_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_perfetto_proto_goTypes = []any{
 	(SequenceFlags)(0),                     // 0: perfetto.protos.SequenceFlags
 	(*Trace)(nil),                          // 1: perfetto.protos.Trace
 	(*TracePacket)(nil),                    // 2: perfetto.protos.TracePacket
-	(*ClockSnapshot)(nil),                  // 3: perfetto.protos.ClockSnapshot
-	(*SystemInfo)(nil),                     // 4: perfetto.protos.SystemInfo
-	(*Utsname)(nil),                        // 5: perfetto.protos.Utsname
-	(*ProcessTree)(nil),                    // 6: perfetto.protos.ProcessTree
-	(*FtraceEventBundle)(nil),              // 7: perfetto.protos.FtraceEventBundle
-	(*FtraceEvent)(nil),                    // 8: perfetto.protos.FtraceEvent
-	(*SchedSwitchFtraceEvent)(nil),         // 9: perfetto.protos.SchedSwitchFtraceEvent
-	(*SchedBlockedReasonFtraceEvent)(nil),  // 10: perfetto.protos.SchedBlockedReasonFtraceEvent
-	(*SchedWakeupFtraceEvent)(nil),         // 11: perfetto.protos.SchedWakeupFtraceEvent
-	(*SchedWakingFtraceEvent)(nil),         // 12: perfetto.protos.SchedWakingFtraceEvent
-	(*SchedWakeupNewFtraceEvent)(nil),      // 13: perfetto.protos.SchedWakeupNewFtraceEvent
-	(*TaskNewtaskFtraceEvent)(nil),         // 14: perfetto.protos.TaskNewtaskFtraceEvent
-	(*TaskRenameFtraceEvent)(nil),          // 15: perfetto.protos.TaskRenameFtraceEvent
-	(*SchedProcessExitFtraceEvent)(nil),    // 16: perfetto.protos.SchedProcessExitFtraceEvent
-	(*SchedProcessForkFtraceEvent)(nil),    // 17: perfetto.protos.SchedProcessForkFtraceEvent
-	(*SchedProcessFreeFtraceEvent)(nil),    // 18: perfetto.protos.SchedProcessFreeFtraceEvent
-	(*GenericKernelTaskStateEvent)(nil),    // 19: perfetto.protos.GenericKernelTaskStateEvent
-	(*GenericKernelTaskRenameEvent)(nil),   // 20: perfetto.protos.GenericKernelTaskRenameEvent
-	(*ClockSnapshot_Clock)(nil),            // 21: perfetto.protos.ClockSnapshot.Clock
-	(*ProcessTree_Thread)(nil),             // 22: perfetto.protos.ProcessTree.Thread
-	(*ProcessTree_Process)(nil),            // 23: perfetto.protos.ProcessTree.Process
-	(*FtraceEventBundle_CompactSched)(nil), // 24: perfetto.protos.FtraceEventBundle.CompactSched
+	(*TraceAttributes)(nil),                // 3: perfetto.protos.TraceAttributes
+	(*ClockSnapshot)(nil),                  // 4: perfetto.protos.ClockSnapshot
+	(*SystemInfo)(nil),                     // 5: perfetto.protos.SystemInfo
+	(*Utsname)(nil),                        // 6: perfetto.protos.Utsname
+	(*ProcessTree)(nil),                    // 7: perfetto.protos.ProcessTree
+	(*FtraceEventBundle)(nil),              // 8: perfetto.protos.FtraceEventBundle
+	(*FtraceEvent)(nil),                    // 9: perfetto.protos.FtraceEvent
+	(*SchedSwitchFtraceEvent)(nil),         // 10: perfetto.protos.SchedSwitchFtraceEvent
+	(*SchedBlockedReasonFtraceEvent)(nil),  // 11: perfetto.protos.SchedBlockedReasonFtraceEvent
+	(*SchedWakeupFtraceEvent)(nil),         // 12: perfetto.protos.SchedWakeupFtraceEvent
+	(*SchedWakingFtraceEvent)(nil),         // 13: perfetto.protos.SchedWakingFtraceEvent
+	(*SchedWakeupNewFtraceEvent)(nil),      // 14: perfetto.protos.SchedWakeupNewFtraceEvent
+	(*TaskNewtaskFtraceEvent)(nil),         // 15: perfetto.protos.TaskNewtaskFtraceEvent
+	(*TaskRenameFtraceEvent)(nil),          // 16: perfetto.protos.TaskRenameFtraceEvent
+	(*SchedProcessExitFtraceEvent)(nil),    // 17: perfetto.protos.SchedProcessExitFtraceEvent
+	(*SchedProcessForkFtraceEvent)(nil),    // 18: perfetto.protos.SchedProcessForkFtraceEvent
+	(*SchedProcessFreeFtraceEvent)(nil),    // 19: perfetto.protos.SchedProcessFreeFtraceEvent
+	(*GenericKernelTaskStateEvent)(nil),    // 20: perfetto.protos.GenericKernelTaskStateEvent
+	(*GenericKernelTaskRenameEvent)(nil),   // 21: perfetto.protos.GenericKernelTaskRenameEvent
+	(*TraceAttributes_Attribute)(nil),      // 22: perfetto.protos.TraceAttributes.Attribute
+	(*ClockSnapshot_Clock)(nil),            // 23: perfetto.protos.ClockSnapshot.Clock
+	(*ProcessTree_Thread)(nil),             // 24: perfetto.protos.ProcessTree.Thread
+	(*ProcessTree_Process)(nil),            // 25: perfetto.protos.ProcessTree.Process
+	(*FtraceEventBundle_CompactSched)(nil), // 26: perfetto.protos.FtraceEventBundle.CompactSched
 }
 var file_perfetto_proto_depIdxs = []int32{
 	2,  // 0: perfetto.protos.Trace.packet:type_name -> perfetto.protos.TracePacket
-	7,  // 1: perfetto.protos.TracePacket.ftrace_events:type_name -> perfetto.protos.FtraceEventBundle
-	6,  // 2: perfetto.protos.TracePacket.process_tree:type_name -> perfetto.protos.ProcessTree
-	3,  // 3: perfetto.protos.TracePacket.clock_snapshot:type_name -> perfetto.protos.ClockSnapshot
-	4,  // 4: perfetto.protos.TracePacket.system_info:type_name -> perfetto.protos.SystemInfo
-	19, // 5: perfetto.protos.TracePacket.generic_kernel_task_state_event:type_name -> perfetto.protos.GenericKernelTaskStateEvent
-	20, // 6: perfetto.protos.TracePacket.generic_kernel_task_rename_event:type_name -> perfetto.protos.GenericKernelTaskRenameEvent
-	21, // 7: perfetto.protos.ClockSnapshot.clocks:type_name -> perfetto.protos.ClockSnapshot.Clock
-	5,  // 8: perfetto.protos.SystemInfo.utsname:type_name -> perfetto.protos.Utsname
-	23, // 9: perfetto.protos.ProcessTree.processes:type_name -> perfetto.protos.ProcessTree.Process
-	22, // 10: perfetto.protos.ProcessTree.threads:type_name -> perfetto.protos.ProcessTree.Thread
-	8,  // 11: perfetto.protos.FtraceEventBundle.event:type_name -> perfetto.protos.FtraceEvent
-	24, // 12: perfetto.protos.FtraceEventBundle.compact_sched:type_name -> perfetto.protos.FtraceEventBundle.CompactSched
-	9,  // 13: perfetto.protos.FtraceEvent.sched_switch:type_name -> perfetto.protos.SchedSwitchFtraceEvent
-	11, // 14: perfetto.protos.FtraceEvent.sched_wakeup:type_name -> perfetto.protos.SchedWakeupFtraceEvent
-	10, // 15: perfetto.protos.FtraceEvent.sched_blocked_reason:type_name -> perfetto.protos.SchedBlockedReasonFtraceEvent
-	12, // 16: perfetto.protos.FtraceEvent.sched_waking:type_name -> perfetto.protos.SchedWakingFtraceEvent
-	13, // 17: perfetto.protos.FtraceEvent.sched_wakeup_new:type_name -> perfetto.protos.SchedWakeupNewFtraceEvent
-	14, // 18: perfetto.protos.FtraceEvent.task_newtask:type_name -> perfetto.protos.TaskNewtaskFtraceEvent
-	15, // 19: perfetto.protos.FtraceEvent.task_rename:type_name -> perfetto.protos.TaskRenameFtraceEvent
-	16, // 20: perfetto.protos.FtraceEvent.sched_process_exit:type_name -> perfetto.protos.SchedProcessExitFtraceEvent
-	17, // 21: perfetto.protos.FtraceEvent.sched_process_fork:type_name -> perfetto.protos.SchedProcessForkFtraceEvent
-	18, // 22: perfetto.protos.FtraceEvent.sched_process_free:type_name -> perfetto.protos.SchedProcessFreeFtraceEvent
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	8,  // 1: perfetto.protos.TracePacket.ftrace_events:type_name -> perfetto.protos.FtraceEventBundle
+	7,  // 2: perfetto.protos.TracePacket.process_tree:type_name -> perfetto.protos.ProcessTree
+	4,  // 3: perfetto.protos.TracePacket.clock_snapshot:type_name -> perfetto.protos.ClockSnapshot
+	5,  // 4: perfetto.protos.TracePacket.system_info:type_name -> perfetto.protos.SystemInfo
+	20, // 5: perfetto.protos.TracePacket.generic_kernel_task_state_event:type_name -> perfetto.protos.GenericKernelTaskStateEvent
+	21, // 6: perfetto.protos.TracePacket.generic_kernel_task_rename_event:type_name -> perfetto.protos.GenericKernelTaskRenameEvent
+	3,  // 7: perfetto.protos.TracePacket.trace_attributes:type_name -> perfetto.protos.TraceAttributes
+	22, // 8: perfetto.protos.TraceAttributes.attribute:type_name -> perfetto.protos.TraceAttributes.Attribute
+	23, // 9: perfetto.protos.ClockSnapshot.clocks:type_name -> perfetto.protos.ClockSnapshot.Clock
+	6,  // 10: perfetto.protos.SystemInfo.utsname:type_name -> perfetto.protos.Utsname
+	25, // 11: perfetto.protos.ProcessTree.processes:type_name -> perfetto.protos.ProcessTree.Process
+	24, // 12: perfetto.protos.ProcessTree.threads:type_name -> perfetto.protos.ProcessTree.Thread
+	9,  // 13: perfetto.protos.FtraceEventBundle.event:type_name -> perfetto.protos.FtraceEvent
+	26, // 14: perfetto.protos.FtraceEventBundle.compact_sched:type_name -> perfetto.protos.FtraceEventBundle.CompactSched
+	10, // 15: perfetto.protos.FtraceEvent.sched_switch:type_name -> perfetto.protos.SchedSwitchFtraceEvent
+	12, // 16: perfetto.protos.FtraceEvent.sched_wakeup:type_name -> perfetto.protos.SchedWakeupFtraceEvent
+	11, // 17: perfetto.protos.FtraceEvent.sched_blocked_reason:type_name -> perfetto.protos.SchedBlockedReasonFtraceEvent
+	13, // 18: perfetto.protos.FtraceEvent.sched_waking:type_name -> perfetto.protos.SchedWakingFtraceEvent
+	14, // 19: perfetto.protos.FtraceEvent.sched_wakeup_new:type_name -> perfetto.protos.SchedWakeupNewFtraceEvent
+	15, // 20: perfetto.protos.FtraceEvent.task_newtask:type_name -> perfetto.protos.TaskNewtaskFtraceEvent
+	16, // 21: perfetto.protos.FtraceEvent.task_rename:type_name -> perfetto.protos.TaskRenameFtraceEvent
+	17, // 22: perfetto.protos.FtraceEvent.sched_process_exit:type_name -> perfetto.protos.SchedProcessExitFtraceEvent
+	18, // 23: perfetto.protos.FtraceEvent.sched_process_fork:type_name -> perfetto.protos.SchedProcessForkFtraceEvent
+	19, // 24: perfetto.protos.FtraceEvent.sched_process_free:type_name -> perfetto.protos.SchedProcessFreeFtraceEvent
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_perfetto_proto_init() }
@@ -2297,9 +2478,10 @@ func file_perfetto_proto_init() {
 		(*TracePacket_SystemInfo)(nil),
 		(*TracePacket_GenericKernelTaskStateEvent)(nil),
 		(*TracePacket_GenericKernelTaskRenameEvent)(nil),
+		(*TracePacket_TraceAttributes)(nil),
 	}
-	file_perfetto_proto_msgTypes[6].OneofWrappers = []any{}
-	file_perfetto_proto_msgTypes[7].OneofWrappers = []any{
+	file_perfetto_proto_msgTypes[7].OneofWrappers = []any{}
+	file_perfetto_proto_msgTypes[8].OneofWrappers = []any{
 		(*FtraceEvent_SchedSwitch)(nil),
 		(*FtraceEvent_SchedWakeup)(nil),
 		(*FtraceEvent_SchedBlockedReason)(nil),
@@ -2311,13 +2493,17 @@ func file_perfetto_proto_init() {
 		(*FtraceEvent_SchedProcessFork)(nil),
 		(*FtraceEvent_SchedProcessFree)(nil),
 	}
+	file_perfetto_proto_msgTypes[21].OneofWrappers = []any{
+		(*TraceAttributes_Attribute_LongValue)(nil),
+		(*TraceAttributes_Attribute_StringValue)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_perfetto_proto_rawDesc), len(file_perfetto_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   24,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
