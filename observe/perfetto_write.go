@@ -54,7 +54,6 @@ const markLag = 16
 
 const seqID = 1 // the one packet sequence this writer emits
 
-
 // NewPerfettoWriter starts a trace on w. info's kernel release, machine and
 // CPU count go into the SystemInfo packet.
 func NewPerfettoWriter(w io.Writer, info TraceInfo) *PerfettoWriter {
