@@ -137,9 +137,12 @@ type Taken struct {
 	End   *Stamp `json:"end"` // nil until End
 }
 
-// Stamp is one moment in wall-clock time and in the clock the BPF trace
-// uses (CLOCK_MONOTONIC, as bpf_ktime_get_ns), so that trace timestamps can
-// be placed against the snapshot.
+// Stamp is one moment in wall-clock time, in CLOCK_BOOTTIME and in
+// CLOCK_MONOTONIC. Trace timestamps are CLOCK_BOOTTIME (the BPF tracer
+// stamps events with bpf_ktime_get_boot_ns, the clock Perfetto expects), so
+// the Boottime fields place them against the snapshot directly; the two
+// clocks differ by the time the machine spent suspended. The Monotonic
+// fields are kept for readers of older snapshots, which have only them.
 type Stamp struct {
 	Wall        time.Time `json:"wall"`         // RFC 3339, UTC
 	MonotonicNs int64     `json:"monotonic_ns"` // when reading began
@@ -150,6 +153,10 @@ type Stamp struct {
 	// or "uptime" (CLOCK_BOOTTIME from /proc/uptime, centisecond
 	// resolution) when clock_gettime failed.
 	Clock string `json:"clock"`
+	// BoottimeNs and DoneBoottimeNs are the same two moments on
+	// CLOCK_BOOTTIME, the trace's clock (0: not recorded, an older snapshot).
+	BoottimeNs     int64 `json:"boottime_ns,omitempty"`
+	DoneBoottimeNs int64 `json:"done_boottime_ns,omitempty"`
 }
 
 // Target is what was observed.
@@ -240,6 +247,7 @@ func Begin(ctx context.Context, opts Options) (*Snapshot, error) {
 	}
 	s.Taken.Begin.Wall = time.Now().UTC()
 	s.Taken.Begin.MonotonicNs, s.Taken.Begin.Clock = monotonicNow()
+	s.Taken.Begin.BoottimeNs = boottimeNow()
 
 	// Counters first, so that they are read as close to trace start as
 	// possible; the slower, static parts follow.
@@ -260,6 +268,7 @@ func Begin(ctx context.Context, opts Options) (*Snapshot, error) {
 		return nil, fmt.Errorf("snapshot begin: %w", err)
 	}
 	s.Taken.Begin.DoneMonotonicNs, _ = monotonicNow()
+	s.Taken.Begin.DoneBoottimeNs = boottimeNow()
 
 	if s.Topology, err = ReadTopology("/"); err != nil {
 		return nil, fmt.Errorf("snapshot begin: %w", err)
@@ -345,6 +354,7 @@ func (s *Snapshot) End(ctx context.Context) error {
 	}
 	end := &Stamp{Wall: time.Now().UTC()}
 	end.MonotonicNs, end.Clock = monotonicNow()
+	end.BoottimeNs = boottimeNow()
 
 	index := map[threadKey]int{}
 	for i, t := range s.Threads {
@@ -383,6 +393,7 @@ func (s *Snapshot) End(ctx context.Context) error {
 		s.Cgroups[i].End = c
 	}
 	end.DoneMonotonicNs, _ = monotonicNow()
+	end.DoneBoottimeNs = boottimeNow()
 	s.Taken.End = end
 
 	if s.Agent != nil {
@@ -453,9 +464,19 @@ func readHost(ticks int64, numCPU int, warn func(string, ...any)) Host {
 	return h
 }
 
-// monotonicNow reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns. Should
-// clock_gettime fail, it falls back to /proc/uptime (CLOCK_BOOTTIME, which
-// runs ahead of CLOCK_MONOTONIC by the time spent suspended), and says so.
+// boottimeNow reads CLOCK_BOOTTIME, the clock of bpf_ktime_get_boot_ns and
+// so of observe's trace timestamps (0 if it cannot be read).
+func boottimeNow() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return 0
+	}
+	return ts.Nano()
+}
+
+// monotonicNow reads CLOCK_MONOTONIC. Should clock_gettime fail, it falls
+// back to /proc/uptime (CLOCK_BOOTTIME, which runs ahead of CLOCK_MONOTONIC
+// by the time spent suspended), and says so.
 func monotonicNow() (int64, string) {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err == nil {

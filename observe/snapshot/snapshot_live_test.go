@@ -171,6 +171,14 @@ func TestBeginEndLiveProcess(t *testing.T) {
 	if e.DoneMonotonicNs > now.Nano() {
 		t.Errorf("end stamp %d is after now %d: not CLOCK_MONOTONIC", e.DoneMonotonicNs, now.Nano())
 	}
+	// The trace's clock: ordered, at or ahead of CLOCK_MONOTONIC (by the time
+	// suspended), and not ahead of CLOCK_BOOTTIME read now.
+	var boot unix.Timespec
+	unix.ClockGettime(unix.CLOCK_BOOTTIME, &boot)
+	if !(b.BoottimeNs >= b.MonotonicNs && b.BoottimeNs <= b.DoneBoottimeNs && b.DoneBoottimeNs < e.BoottimeNs &&
+		e.BoottimeNs <= e.DoneBoottimeNs && e.DoneBoottimeNs <= boot.Nano()) {
+		t.Errorf("boottime stamps begin %+v end %+v (now %d): want ordered CLOCK_BOOTTIME readings", b, e, boot.Nano())
+	}
 	if len(s.Cgroups) == 0 {
 		t.Errorf("no cgroup recorded for the process; warnings %q", s.Warnings)
 	}

@@ -40,8 +40,10 @@ func fixedSnapshot() *Snapshot {
 		Schema: Schema,
 		Host:   Host{Hostname: "node-a", KernelRelease: "6.12.0", BootID: "0f8e5a2c-1b7d-4c1e-9a55-3d2f6e7b8c90", NumCPU: 4, ClockTicks: 100},
 		Taken: Taken{
-			Begin: Stamp{Wall: wall, MonotonicNs: 1_000_000_000, DoneMonotonicNs: 1_002_000_000, Clock: "CLOCK_MONOTONIC"},
-			End:   &Stamp{Wall: wall.Add(10 * time.Second), MonotonicNs: 11_000_000_000, DoneMonotonicNs: 11_003_000_000, Clock: "CLOCK_MONOTONIC"},
+			Begin: Stamp{Wall: wall, MonotonicNs: 1_000_000_000, DoneMonotonicNs: 1_002_000_000, Clock: "CLOCK_MONOTONIC",
+				BoottimeNs: 1_500_000_000, DoneBoottimeNs: 1_502_000_000},
+			End: &Stamp{Wall: wall.Add(10 * time.Second), MonotonicNs: 11_000_000_000, DoneMonotonicNs: 11_003_000_000, Clock: "CLOCK_MONOTONIC",
+				BoottimeNs: 11_500_000_000, DoneBoottimeNs: 11_503_000_000},
 		},
 		Target: Target{Description: "pod default/web", Tgids: []int{100}},
 		Pod: &Pod{Namespace: "default", Name: "web", UID: "uid-1", Node: "node-a", QOSClass: "Burstable",
