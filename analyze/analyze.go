@@ -136,7 +136,7 @@ func Analyze(r observe.Reader, opts Options) (*Analysis, error) {
 	a.Families = familyStats(threads)
 	nodeName := func(u int) string { return g.nodes[g.nodeOf[u]].ID }
 	a.Lint = Lint{SMT: smtLint(opts.Snapshot, c.smt, threads, nodeName), CFS: cfsLint(opts.Snapshot)}
-	a.Notes = notes(a, opts.Snapshot)
+	a.Notes = notes(a, opts.Snapshot, info.Filtered)
 	if mode == TargetPID || mode == TargetSnapshot {
 		unknown := 0
 		for u := 1; u < len(p.unknown); u++ {
@@ -152,14 +152,17 @@ func Analyze(r observe.Reader, opts Options) (*Analysis, error) {
 }
 
 // notes collects the caveats that come with the numbers.
-func notes(a *Analysis, snap *snapshot.Snapshot) []string {
+func notes(a *Analysis, snap *snapshot.Snapshot, filtered bool) []string {
 	n := []string{}
 	t := a.Trace
 	if t.LostEvents > 0 || t.LostGaps > 0 {
 		n = append(n, fmt.Sprintf("the recorder lost %d events (%d gaps of unknown size): counts near them are low and states uncertain", t.LostEvents, t.LostGaps))
 	}
-	if t.Mismatched > 0 {
+	switch {
+	case t.Mismatched > 0 && filtered:
 		n = append(n, fmt.Sprintf("%d switch-outs of tasks the CPU was not known to run: the trace is filtered to some tasks; the target's own states are complete, other tasks' are not", t.Mismatched))
+	case t.Mismatched > 0:
+		n = append(n, fmt.Sprintf("%d switch-outs of tasks the CPU was not known to run: the kernel did not report some switches (out of the idle task, or out of a few tasks it never reports), or the recorder missed them; Running times near them are uncertain", t.Mismatched))
 	}
 	var untimed, outs int64
 	for _, th := range a.Threads {

@@ -5,7 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
 	"temper.codes/temper-train/internal/tpcheck"
+	pb "temper.codes/temper-train/observe/perfettopb"
 )
 
 // checkImporterRules holds a trace we wrote to trace_processor's importer
@@ -55,5 +59,39 @@ func TestImporterRules(t *testing.T) {
 			}
 			checkImporterRules(t, p, data)
 		})
+	}
+}
+
+// TestBundleWithoutCPU: a bundle with no cpu field is skipped and counted, as
+// trace_processor skips it, not read as CPU 0 (the writer's old proto3 bug
+// left cpu 0 off the wire, and reading it as CPU 0 hid the bug).
+func TestBundleWithoutCPU(t *testing.T) {
+	bundle := func(cpu *uint32, ts uint64, tid int32) []byte {
+		pkt := &pb.TracePacket{TrustedPacketSequenceId: 1, Data: &pb.TracePacket_FtraceEvents{FtraceEvents: &pb.FtraceEventBundle{
+			Cpu: cpu,
+			Event: []*pb.FtraceEvent{{Timestamp: ts, Pid: 1, Event: &pb.FtraceEvent_SchedWaking{SchedWaking: &pb.SchedWakingFtraceEvent{
+				Comm: []byte("w"), Pid: tid, Prio: 120, TargetCpu: 0}}}},
+		}}}
+		b, err := proto.Marshal(pkt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), b)
+	}
+	data := append(bundle(proto.Uint32(1), 1000, 10), bundle(nil, 2000, 20)...)
+	data = append(data, bundle(proto.Uint32(0), 3000, 30)...)
+	evs, r := readAll(t, "nocpu", data)
+	if len(evs) != 2 || evs[0].Tid != 10 || evs[0].CPU != 1 || evs[1].Tid != 30 || evs[1].CPU != 0 {
+		t.Errorf("read %+v, want the wakings of tids 10 (cpu 1) and 30 (cpu 0) only", evs)
+	}
+	if st := r.Stats(); st.NoCPUBundles != 1 || st.NoCPUEvents != 1 {
+		t.Errorf("stats: %d bundles, %d events without cpu; want 1, 1", st.NoCPUBundles, st.NoCPUEvents)
+	}
+	rep, err := tpcheck.Check(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.NoCPU != 1 || rep.Bundles != 3 || rep.Err() == nil {
+		t.Errorf("tpcheck: %s; err %v", rep, rep.Err())
 	}
 }

@@ -111,8 +111,17 @@ func printSummary(w io.Writer, path string, s *observe.Summary, top int) error {
 	}
 	fmt.Fprintf(w, "threads  %d in %d processes; %d spurious wakings ignored\n",
 		len(s.Threads), s.Processes, s.Sched.SpuriousWakings)
-	if m := s.Sched.MismatchedSwitch; m > 0 {
-		fmt.Fprintf(w, "note     %d switches out of a task the CPU was not known to run: the trace is filtered to some tasks (as observe's traces are), or the recorder missed switch-ins; Running times of unfiltered tasks near them are uncertain\n", m)
+	if s.Info.Filtered {
+		fmt.Fprintln(w, "filtered only the switches that involve the traced tasks were recorded (observe --filter-switches): other tasks' states are incomplete")
+	}
+	if s.Read.NoCPUBundles > 0 {
+		fmt.Fprintf(w, "skipped  %d ftrace bundles (%d events) without a cpu field, as trace_processor skips them (ftrace_bundle_tokenizer_errors)\n", s.Read.NoCPUBundles, s.Read.NoCPUEvents)
+	}
+	switch m := s.Sched.MismatchedSwitch; {
+	case m > 0 && s.Info.Filtered:
+		fmt.Fprintf(w, "note     %d switches out of a task the CPU was not known to run: the trace is filtered to some tasks; Running times of unfiltered tasks near them are uncertain\n", m)
+	case m > 0:
+		fmt.Fprintf(w, "note     %d switches out of a task the CPU was not known to run: the kernel did not report some switches (some kernels drop some out of the idle task, or every one out of a few tasks; tracefs and perf show the same), or the recorder missed them; Running times near them are uncertain\n", m)
 	}
 	fmt.Fprintln(w)
 	return printThreadTable(w, s.Threads, span, top)
@@ -163,6 +172,8 @@ type summaryJSON struct {
 	LostEvents    int64                   `json:"lost_events"`
 	LostGaps      int64                   `json:"lost_gaps"`
 	Cropped       int64                   `json:"cropped_events"`
+	Filtered      bool                    `json:"filtered,omitempty"`
+	NoCPUBundles  int64                   `json:"bundles_without_cpu,omitempty"`
 	Threads       []observe.ThreadSummary `json:"threads"`
 }
 
@@ -171,7 +182,7 @@ func writeSummaryJSON(w io.Writer, path string, s *observe.Summary, top int) err
 	out := summaryJSON{SchemaVersion: 1, Trace: path, Format: s.Info.Format, Gzip: s.Info.Gzip,
 		KernelRelease: s.Info.KernelRelease, SpanNS: s.LastTS - s.FirstTS,
 		Events: map[string]int64{}, LostEvents: lost, LostGaps: gaps, Cropped: s.Read.Cropped,
-		Threads: s.Threads}
+		Filtered: s.Info.Filtered, NoCPUBundles: s.Read.NoCPUBundles, Threads: s.Threads}
 	for k, n := range s.Events {
 		out.Events[k.String()] = n
 	}
