@@ -43,6 +43,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"trace", "summary", filepath.Join(dir, "missing")}, exitFailure, "no such file"},
 		{[]string{"trace", "summary", truncated}, exitFailure, "cut.pftrace: byte "},
 		{[]string{"trace", "convert", truncated, filepath.Join(dir, "out.pftrace")}, exitFailure, "truncated"},
+		{[]string{"trace", "check", "../../testdata/golden/roundtrip.pftrace"}, exitOK, ""},
+		{[]string{"trace", "check", truncated}, exitFailure, "malformed trace"},
 	}
 	for _, c := range cases {
 		code, _, stderr := runCLI(c.args...)

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"temper.codes/temper-train/internal/atomicfile"
+	"temper.codes/temper-train/internal/tpcheck"
 	"temper.codes/temper-train/observe"
 )
 
@@ -26,7 +27,7 @@ func newTraceCmd() *cobra.Command {
 temper-train observe or recorded by stock perfetto) and ftrace text from
 /sys/kernel/tracing/trace, either optionally gzip-compressed.`,
 	}
-	cmd.AddCommand(newTraceSummaryCmd(), newTraceConvertCmd())
+	cmd.AddCommand(newTraceSummaryCmd(), newTraceConvertCmd(), newTraceCheckCmd())
 	return cmd
 }
 
@@ -192,6 +193,39 @@ func writeSummaryJSON(w io.Writer, path string, s *observe.Summary, top int) err
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+func newTraceCheckCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "check TRACE.pftrace",
+		Short: "Check a Perfetto trace against trace_processor's import rules",
+		Long: `Check a Perfetto trace (optionally gzipped) against the rules under which
+trace_processor's ftrace importer drops data or counts errors: every ftrace bundle
+has a cpu, every event a timestamp, every packet a sequence id and every process a
+cmdline; compact_sched columns agree; each CPU's switches chain (a switch's
+outgoing task is the CPU's last incoming one). Switch-outs the kernel never
+reports (out of the idle task, or out of a few tasks it never reports) are counted
+apart, and a trace that says it is filtered may have mismatched switches. The
+bytes are read with protowire, not with temper-train's own reader. Exits 1 when a
+rule is broken.`,
+		Example: `  temper-train trace check observe-out/trace.pftrace`,
+		Args:    args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			data, err := os.ReadFile(a[0])
+			if err != nil {
+				return err
+			}
+			rep, err := tpcheck.Check(data)
+			if err != nil {
+				return fmt.Errorf("%s: %w", a[0], err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", a[0], rep)
+			if err := rep.Err(); err != nil {
+				return fmt.Errorf("%s: trace_processor would drop or flag data: %w", a[0], err)
+			}
+			return nil
+		},
+	}
 }
 
 func newTraceConvertCmd() *cobra.Command {
