@@ -153,3 +153,25 @@ func Proportion(x, n int, confidence float64) Interval {
 	}
 	return iv
 }
+
+// TrialsFor is the smallest number of trials per arm, up to max, with which
+// one decision under r finds a true relative improvement of effect with
+// probability at least power, at noise cv (each n estimated from trials
+// simulated decisions with seed). ok is false when even max trials do not
+// suffice: then refine should say so with these numbers, or refuse.
+func TrialsFor(r Rule, cv, effect, power float64, max, trials int, seed uint64) (n int, ok bool) {
+	lo := NeedN(r.Alpha) // below this no decision can be significant
+	if lo > max || Power(r, max, cv, effect, trials, seed) < power {
+		return max, false
+	}
+	hi := max // invariant: hi reaches the power
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if Power(r, mid, cv, effect, trials, seed) >= power {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return hi, true
+}

@@ -128,3 +128,23 @@ func BenchmarkPower(b *testing.B) {
 		Power(refineRule, 8, 0.10, 0.10, 1000, 1)
 	}
 }
+
+func TestTrialsFor(t *testing.T) {
+	// At CV 5% a 20% gain needs few trials; at CV 10% more; neither number may be below what the U test can resolve, and
+	// the n found must actually reach the power.
+	n1, ok1 := TrialsFor(refineRule, 0.05, 0.20, 0.8, 30, 400, 3)
+	n2, ok2 := TrialsFor(refineRule, 0.10, 0.20, 0.8, 30, 400, 3)
+	if !ok1 || !ok2 || n1 < NeedN(refineRule.Alpha) || n2 <= n1 {
+		t.Fatalf("TrialsFor: %d (%v) at CV 5%%, %d (%v) at CV 10%%", n1, ok1, n2, ok2)
+	}
+	if p := Power(refineRule, n2, 0.10, 0.20, 400, 3); p < 0.8 {
+		t.Errorf("n=%d reaches power %.3f < 0.8", n2, p)
+	}
+	if p := Power(refineRule, n2-1, 0.10, 0.20, 400, 3); p >= 0.8 {
+		t.Logf("n=%d already reaches %.3f (power is not strictly monotone in n)", n2-1, p)
+	}
+	if _, ok := TrialsFor(refineRule, 0.30, 0.06, 0.9, 12, 200, 3); ok {
+		t.Error("a 6% gain under 30% noise found with ≤ 12 trials")
+	}
+	t.Logf("trials per arm for 80%% power at a 20%% gain: %d (CV 5%%), %d (CV 10%%)", n1, n2)
+}
