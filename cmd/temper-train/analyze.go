@@ -23,6 +23,7 @@ type analyzeFlags struct {
 	dot      string
 	plot     string
 	edges    int
+	wide     bool
 }
 
 // newAnalyzeCmd is `temper-train analyze`. Register it on the root command.
@@ -68,6 +69,7 @@ after the report. Files are written whole or not at all.`,
 	fl.StringVar(&f.dot, "dot", "", "write the wake graph as Graphviz DOT to FILE")
 	fl.StringVar(&f.plot, "plot", "", "write pictures (SVG and PNG) of the clusters to directory DIR")
 	fl.IntVar(&f.edges, "edges", 15, "wake edges to list in the report (0 = all)")
+	addWideFlags(cmd, &f.wide)
 	return cmd
 }
 
@@ -143,7 +145,7 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
 			return err
 		}
 	}
-	if err := a.Report(out, f.edges); err != nil {
+	if err := a.Report(out, analyze.ReportOptions{Edges: f.edges, Wide: f.wide}); err != nil {
 		return err
 	}
 	for _, p := range plots {
