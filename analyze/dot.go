@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"path/filepath"
 	"strings"
 
 	"temper.codes/temper-train/internal/atomicfile"
@@ -45,7 +44,7 @@ func (a *Analysis) WriteDOT(w io.Writer) error {
 		}
 	}
 	caption := fmt.Sprintf("wake graph of %s, %.3f s: %s",
-		filepath.Base(a.Trace.Path), float64(a.Trace.WindowNs)/1e9, plural(len(a.Graph.Edges)-hidden, "edge"))
+		a.Trace.Path, float64(a.Trace.WindowNs)/1e9, plural(len(a.Graph.Edges)-hidden, "edge"))
 	if hidden > 0 {
 		caption += fmt.Sprintf("; %d more, each under %.0f%% of its wakee's wakeups (%.1f%% of all wakes), not drawn",
 			hidden, 100*dotMinShare, 100*float64(hiddenWakes)/float64(total))
