@@ -175,3 +175,16 @@ func TrialsFor(r Rule, cv, effect, power float64, max, trials int, seed uint64) 
 	}
 	return hi, true
 }
+
+// ErrorRates runs s three times — under A/A (Effect 0), at the rule's
+// minimum effect and at twice it — the set every refine report shows: the
+// false-accept rate, the power at the smallest effect worth keeping (about
+// α/2 by construction: the interval must clear it) and at a clear effect.
+func ErrorRates(s Sim) []SimResult {
+	var out []SimResult
+	for _, e := range []float64{0, s.Rule.MinEffect, 2 * s.Rule.MinEffect} {
+		s.Effect = e
+		out = append(out, Simulate(s))
+	}
+	return out
+}
