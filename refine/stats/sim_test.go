@@ -3,8 +3,11 @@ package stats
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
+
+	mstats "github.com/aclements/go-moremath/stats"
 )
 
 // refineRule is the rule refine runs with by default (--alpha 0.05
@@ -171,4 +174,30 @@ func TestErrorRatesSet(t *testing.T) {
 	if rs[1].Power.Center > 0.05 {
 		t.Errorf("power at the minimum effect %.3f, want ≤ α", rs[1].Power.Center)
 	}
+}
+
+// The U test alone must hold its size: under A/A, p < α exactly as often as
+// the exact null distribution says (for n=8+8 at α=0.05: 2·P(U ≤ 13) =
+// 0.0499), within three standard errors of 4000 simulated tests.
+func TestUTestSize(t *testing.T) {
+	const n, trials, alpha = 8, 4000, 0.05
+	d := mstats.UDist{N1: n, N2: n}
+	size := 0.0
+	for u := 0; 2*d.CDF(float64(u)) < alpha; u++ {
+		size = 2 * d.CDF(float64(u))
+	}
+	rng := rand.New(rand.NewPCG(8, 8))
+	hits := 0
+	for range trials {
+		b := seq(n, func(int) float64 { return math.Exp(0.1 * rng.NormFloat64()) })
+		c := seq(n, func(int) float64 { return math.Exp(0.1 * rng.NormFloat64()) })
+		if Compare(b, c, 0.95).P < alpha {
+			hits++
+		}
+	}
+	got, se := float64(hits)/trials, math.Sqrt(size*(1-size)/trials)
+	if math.Abs(got-size) > 3*se {
+		t.Errorf("A/A: p < %g in %.4f of %d tests, exact size %.4f (±%.4f)", alpha, got, trials, size, 3*se)
+	}
+	t.Logf("U test size at n=%d+%d: %.4f simulated, %.4f exact", n, n, got, size)
 }
