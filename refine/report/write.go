@@ -365,7 +365,10 @@ func procedure(s stats.Sim) string {
 	fmt.Fprintf(&b, "round of %d: ", max(s.K, 1))
 	if s.Screen > 0 {
 		fmt.Fprintf(&b, "screen n=%d", s.Screen)
-		if s.ScreenHolm {
+		switch {
+		case s.ScreenP > 0:
+			fmt.Fprintf(&b, " (p < %g)", s.ScreenP)
+		case s.ScreenHolm:
 			b.WriteString(" (Holm)")
 		}
 		b.WriteString(", ")

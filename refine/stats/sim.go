@@ -24,11 +24,15 @@ type Sim struct {
 	Screen int // trials per arm in the screen; 0 skips the screen
 	// ScreenHolm holds the screen to Holm across the round as well.
 	ScreenHolm bool
-	Confirm    int     // trials per arm in the confirmation on fresh trials
-	CV         float64 // noise of one trial, e.g. 0.10
-	Effect     float64 // true relative improvement of candidate 0; 0 is A/A
-	Rounds     int     // simulated rounds
-	Seed       uint64  // same seed, same figures
+	// ScreenP, when > 0, makes the screen a lenient filter instead: a
+	// candidate passes when p < ScreenP and its shift points the better
+	// way (refine's "promising"), with no minimum effect.
+	ScreenP float64
+	Confirm int     // trials per arm in the confirmation on fresh trials
+	CV      float64 // noise of one trial, e.g. 0.10
+	Effect  float64 // true relative improvement of candidate 0; 0 is A/A
+	Rounds  int     // simulated rounds
+	Seed    uint64  // same seed, same figures
 }
 
 // SimResult holds the measured rates, each with its 95% Clopper–Pearson
@@ -85,7 +89,16 @@ func Simulate(s Sim) SimResult {
 				round[i] = Pair{Base: draw(n, 1), Cand: draw(n, scale(c))}
 			}
 			var ds []Decision
-			if stage == 0 && !s.ScreenHolm {
+			if stage == 0 && s.ScreenP > 0 {
+				for _, p := range round {
+					c := Compare(p.Base, p.Cand, 1-s.Rule.Alpha)
+					d := Decision{Comparison: c}
+					if c.P < s.ScreenP && dir*c.Rel.Center > 0 {
+						d.Verdict = Better
+					}
+					ds = append(ds, d)
+				}
+			} else if stage == 0 && !s.ScreenHolm {
 				for _, p := range round {
 					ds = append(ds, Decide(p.Base, p.Cand, s.Rule))
 				}

@@ -27,8 +27,9 @@ func TestFalseAcceptRate(t *testing.T) {
 		for _, tc := range []struct {
 			k, screen, confirm int
 			holm               bool
-		}{{10, 6, 8, false}, {10, 6, 8, true}} {
-			s := Sim{Rule: refineRule, K: tc.k, Screen: tc.screen, ScreenHolm: tc.holm, Confirm: tc.confirm, CV: cv, Rounds: rounds, Seed: 16}
+			screenP            float64
+		}{{10, 6, 8, false, 0}, {10, 6, 8, true, 0}, {10, 6, 8, false, 0.25}} {
+			s := Sim{Rule: refineRule, K: tc.k, Screen: tc.screen, ScreenHolm: tc.holm, ScreenP: tc.screenP, Confirm: tc.confirm, CV: cv, Rounds: rounds, Seed: 16}
 			r := Simulate(s)
 			if r.Nulls != rounds*tc.k {
 				t.Fatalf("%d null candidates, want %d", r.Nulls, rounds*tc.k)
@@ -88,8 +89,9 @@ func TestProportion(t *testing.T) {
 // as the planted effect grows.
 func TestErrorRates(t *testing.T) {
 	var b strings.Builder
+	const rounds = 1000
 	fmt.Fprintf(&b, "rule: %s, α=%g, min effect %s, lognormal noise, %d rounds per cell, seed 16\n",
-		refineRule.Metric, refineRule.Alpha, pct(refineRule.MinEffect), 2000)
+		refineRule.Metric, refineRule.Alpha, pct(refineRule.MinEffect), rounds)
 	fmt.Fprintf(&b, "%-28s %-5s %-8s %-26s %-26s\n", "procedure", "CV", "effect", "false accepts / candidate", "power")
 	rows := 0
 	for _, proc := range []struct {
@@ -101,11 +103,12 @@ func TestErrorRates(t *testing.T) {
 		{"single decision n=8", 1, 0, 8, false},
 		{"k=5: screen 6, confirm 8", 5, 6, 8, false},
 		{"k=5: screen 6 Holm, conf 8", 5, 6, 8, true},
+		{"k=5: screen 6 p<.25, conf 8", 5, 6, 8, false},
 	} {
 		for _, cv := range []float64{0.05, 0.10, 0.15} {
 			prev := -1.0
 			for _, eff := range []float64{0, 0.05, 0.10, 0.20} {
-				r := Simulate(Sim{Rule: refineRule, K: proc.k, Screen: proc.screen, ScreenHolm: proc.holm, Confirm: proc.confirm, CV: cv, Effect: eff, Rounds: 2000, Seed: 16})
+				r := Simulate(Sim{Rule: refineRule, K: proc.k, Screen: proc.screen, ScreenHolm: proc.holm, ScreenP: screenP(proc.name), Confirm: proc.confirm, CV: cv, Effect: eff, Rounds: rounds, Seed: 16})
 				if r.FalseAcceptRate.Center > 0.05 || r.FWER.Center > 0.05 {
 					t.Errorf("%s, CV %g, effect %g: false-accept rate %.4f, FWER %.4f; want ≤ 0.05", proc.name, cv, eff, r.FalseAcceptRate.Center, r.FWER.Center)
 				}
@@ -122,10 +125,17 @@ func TestErrorRates(t *testing.T) {
 			}
 		}
 	}
-	if rows != 48 {
+	if rows != 60 {
 		t.Fatalf("%d rows", rows)
 	}
 	t.Log("\n" + b.String())
+}
+
+func screenP(name string) float64 {
+	if strings.Contains(name, "p<.25") {
+		return 0.25
+	}
+	return 0
 }
 
 func fmtRate(iv Interval) string {
