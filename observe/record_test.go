@@ -351,9 +351,15 @@ func TestRecordFollowsForks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every switch is recorded, other processes' sleeps too: count those of
+	// the shell's children (forks the trace shows).
+	children := map[int32]bool{}
 	sleeps := map[int32]int{}
 	err = ForEach(r, func(ev *Event) error {
-		if ev.Kind == KindSwitch && ev.PrevComm == "sleep" {
+		if ev.Kind == KindFork && ev.PrevTid == int32(sh.Process.Pid) {
+			children[ev.Tid] = true
+		}
+		if ev.Kind == KindSwitch && ev.PrevComm == "sleep" && children[ev.PrevTid] {
 			sleeps[ev.PrevTid]++
 		}
 		return nil
