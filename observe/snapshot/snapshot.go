@@ -464,16 +464,6 @@ func readHost(ticks int64, numCPU int, warn func(string, ...any)) Host {
 	return h
 }
 
-// boottimeNow reads CLOCK_BOOTTIME, the clock of bpf_ktime_get_boot_ns and
-// so of observe's trace timestamps (0 if it cannot be read).
-func boottimeNow() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return 0
-	}
-	return ts.Nano()
-}
-
 // monotonicNow reads CLOCK_MONOTONIC. Should clock_gettime fail, it falls
 // back to /proc/uptime (CLOCK_BOOTTIME, which runs ahead of CLOCK_MONOTONIC
 // by the time spent suspended), and says so.
