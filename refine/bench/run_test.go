@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"os/user"
@@ -294,6 +296,36 @@ func TestRunSysbenchCPU(t *testing.T) {
 	for _, k := range []string{"throughput", "p99_ms", "mean_ms", "max_ms"} {
 		if v, ok := res.Metrics[k]; !ok || v <= 0 {
 			t.Errorf("%s = %v (given %v), want > 0", k, v, ok)
+		}
+	}
+}
+
+func TestRunWrk(t *testing.T) {
+	w := lookTool(t, "wrk", "wrk")
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(rw, r)
+			return
+		}
+		rw.Write([]byte("hello\n"))
+	}))
+	defer srv.Close()
+	for _, tt := range []struct {
+		path   string
+		errors bool
+	}{{"/", false}, {"/missing", true}} {
+		res, err := Run(context.Background(), Command{Argv: []string{w, "-t1", "-c4", "-d1s", srv.URL + tt.path}, Timeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: %+v", tt.path, res)
+		for _, k := range []string{"throughput", "p50_ms", "p99_ms", "mean_ms", "max_ms"} {
+			if v, ok := res.Metrics[k]; !ok || v <= 0 {
+				t.Errorf("%s = %v (given %v), want > 0", k, v, ok)
+			}
+		}
+		if got := res.Metrics["errors"] > 0; got != tt.errors {
+			t.Errorf("%s: errors = %v", tt.path, res.Metrics["errors"])
 		}
 	}
 }
