@@ -74,6 +74,10 @@ type Traits struct {
 	HotThreads           int     `toml:"hot_threads,omitempty"` // threads busy enough to want a core of their own
 	ObservedCPUsUsed     float64 `toml:"observed_cpus_used,omitempty"`
 	ThrottledFraction    float64 `toml:"throttled_fraction,omitempty"` // nr_throttled / nr_periods while observed
+	// Refined records refine's final comparison of this profile against
+	// stock CFS, one line per refine run that kept it: metric, medians, n,
+	// p-value, the ledger.
+	Refined []string `toml:"refined,omitempty"`
 }
 
 // Treatment is what a thread group gets from the scheduler.
@@ -138,6 +142,9 @@ type Evidence struct {
 	// Arithmetic is the sizing written out, e.g.
 	// "ceil(0.85 × 2250m) = ceil(1.91) = 2 cores ≤ 2 hot threads".
 	Arithmetic string `toml:"arithmetic,omitempty"`
+	// Refined records the refine steps accepted for this group, one line
+	// each: the change, its effect with n and p-value, the ledger.
+	Refined []string `toml:"refined,omitempty"`
 }
 
 // Match picks threads. Every field that is set must hold (AND); a list field
