@@ -82,6 +82,9 @@ type Round struct {
 	Rejected   []Rejected // lint refused
 	Decisions  []ledger.Decision
 	Accepted   *Step
+	// Partial is set when the budget let the round screen only some of
+	// its candidates: accepting nothing then is not convergence.
+	Partial bool
 }
 
 type sample struct {
@@ -216,8 +219,12 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 		if err != nil {
 			return err
 		}
+		if r.Accepted == nil && r.Partial {
+			e.res.Stopped = fmt.Sprintf("budget: round %d screened %d of %d candidates and accepted none", e.round, screened(r.Decisions, len(e.cfg.Ladder)), r.Candidates)
+			break
+		}
 		if r.Accepted == nil {
-			e.res.Stopped = fmt.Sprintf("converged: round %d accepted nothing", e.round)
+			e.res.Stopped = fmt.Sprintf("converged: round %d accepted none of its %d candidates", e.round, r.Candidates)
 			break
 		}
 		e.res.Accepted = append(e.res.Accepted, *r.Accepted)
@@ -247,6 +254,17 @@ func (e *engine) budgetString() string {
 		return "no limit but convergence and --max-rounds"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// screened counts the candidates a round screened from its decisions.
+func screened(ds []ledger.Decision, levels int) int {
+	n := 0
+	for _, d := range ds {
+		if d.Stage == StageScreen {
+			n++
+		}
+	}
+	return n / max(levels, 1)
 }
 
 // fits says whether n more trials (plus reserve) fit the budget.
@@ -285,8 +303,10 @@ func (e *engine) calibrate(ctx context.Context, stock Arm) error {
 		for _, m := range metricNames(all) {
 			cal.CV[m] = stats.CV(values(all, m))
 		}
-		d := e.decision(StageCalibration, "A/A", stock, bg, p)
-		d.Reason = "A/A calibration: " + d.Reason
+		sd := stats.Decide(values(p[0], c.Metric), values(p[1], c.Metric), e.rule())
+		d := e.decision(StageCalibration, stock, bg, p, sd)
+		d.Step = "A/A"
+		d.Reason = "A/A calibration (never accepted): " + d.Reason
 		if err := e.record(&d); err != nil {
 			return err
 		}
@@ -298,11 +318,12 @@ func (e *engine) calibrate(ctx context.Context, stock Arm) error {
 			worst, worstBg = cv, bg
 		}
 	}
-	if c.MinEffect > 0 && worst > c.MinEffect/2 {
-		// n per arm for 80% power at alpha 0.05 against a shift of
-		// MinEffect with this CV (normal approximation, Mann–Whitney at
-		// 3/π efficiency): 2·(1.96+0.84)²·(π/3)·(CV/d)².
-		n := int(math.Ceil(2 * 7.84 * math.Pi / 3 * (worst / c.MinEffect) * (worst / c.MinEffect)))
+	if c.MinEffect > 0 && worst > c.MinEffect {
+		// n per arm for which the 95% interval of the relative shift is
+		// narrower than ±MinEffect, so that an effect of twice MinEffect
+		// clears it: half-width ≈ 1.96·CV·√(2/n)·√(π/3) (Mann–Whitney's
+		// efficiency against the t interval is 3/π).
+		n := int(math.Ceil(2 * 1.96 * 1.96 * math.Pi / 3 * (worst / c.MinEffect) * (worst / c.MinEffect)))
 		n += n % 2
 		if n > need {
 			if n > c.MaxN {
@@ -349,11 +370,25 @@ func (e *engine) climb(ctx context.Context, inc Arm, reserve int) (*roundState, 
 		}
 	}
 	e.planned = e.trials + len(cands)*e.trialsOf(c.ScreenN) + 2*e.trialsOf(c.ConfirmN) + reserve
-	if !e.fits(len(cands)*e.trialsOf(c.ScreenN)+e.trialsOf(c.ConfirmN), reserve) {
+	// Screen as many candidates as the budget holds, keeping room for one
+	// confirmation and the final comparison.
+	fit := 0
+	for fit < len(cands) && e.fits((fit+1)*e.trialsOf(c.ScreenN)+e.trialsOf(c.ConfirmN), reserve) {
+		fit++
+	}
+	if fit == 0 {
 		return r, errBudget
 	}
+	if fit < len(cands) {
+		r.Partial = true
+		e.planned = e.trials + fit*e.trialsOf(c.ScreenN) + e.trialsOf(c.ConfirmN) + reserve
+		if err := e.note("round %d: the budget (%s) holds %d of %d candidates; screening the first %d (treatment moves first)", e.round, e.budgetString(), fit, len(cands), fit); err != nil {
+			return r, err
+		}
+	}
+	rule := e.rule()
 	var promising []Arm
-	for i, a := range cands {
+	for i, a := range cands[:fit] {
 		e.stage, e.step = StageScreen, a.Step.String()
 		ps, err := e.compare(ctx, fmt.Sprintf("r%d/s%02d-%s", e.round, i, a.Hash), inc, a, c.ScreenN)
 		if err != nil {
@@ -362,17 +397,18 @@ func (e *engine) climb(ctx context.Context, inc Arm, reserve int) (*roundState, 
 		pass, worse := false, false
 		var ds []ledger.Decision
 		for _, bg := range c.Ladder {
-			d := e.decision(StageScreen, a.Step.String(), a, bg, ps[bg])
-			if d.P < c.ScreenP && d.Effect.Center*float64(c.Dir) > 0 {
+			sd := stats.Decide(values(ps[bg][0], c.Metric), values(ps[bg][1], c.Metric), rule)
+			d := e.decision(StageScreen, a, bg, ps[bg], sd)
+			if float64(d.P) < c.ScreenP && float64(d.Effect.Center)*float64(c.Dir) > 0 {
 				pass = true
 			}
-			worse = worse || d.Verdict == verdictWorse
+			worse = worse || sd.Verdict == stats.Worse
 			ds = append(ds, d)
 		}
 		pass = pass && !worse
 		for _, d := range ds {
 			if pass {
-				d.Reason = fmt.Sprintf("screen: promising (p < %.2f in the better direction): confirm on fresh trials; %s", c.ScreenP, d.Reason)
+				d.Reason = fmt.Sprintf("screen: promising (p < %.2f in the better direction), confirm on fresh trials; %s", c.ScreenP, d.Reason)
 			} else {
 				d.Reason = "screen: dropped; " + d.Reason
 			}
@@ -388,11 +424,15 @@ func (e *engine) climb(ctx context.Context, inc Arm, reserve int) (*roundState, 
 	if len(promising) == 0 {
 		return r, nil
 	}
-	type conf struct {
-		arm Arm
-		ds  []ledger.Decision
+	// Confirm on fresh trials, then decide every (candidate, level) of the
+	// round together: Holm across them (stats.DecideRound).
+	type hyp struct {
+		arm  int
+		bg   int
+		pair *pair
 	}
-	var confs []conf
+	var hs []hyp
+	var confirmed []Arm
 	for i, a := range promising {
 		if !e.fits(e.trialsOf(c.ConfirmN), reserve) {
 			if err := e.note("round %d: %d promising candidate(s) left unconfirmed: the budget keeps %d trials for the final comparison", e.round, len(promising)-i, reserve); err != nil {
@@ -405,85 +445,84 @@ func (e *engine) climb(ctx context.Context, inc Arm, reserve int) (*roundState, 
 		if err != nil {
 			return r, err
 		}
-		cf := conf{arm: a}
 		for _, bg := range c.Ladder {
-			d := e.decision(StageConfirm, a.Step.String(), a, bg, ps[bg])
-			d.Mechanism = e.mechanism(a.Step, ps[bg])
-			cf.ds = append(cf.ds, d)
+			hs = append(hs, hyp{arm: len(confirmed), bg: bg, pair: ps[bg]})
 		}
-		confs = append(confs, cf)
+		confirmed = append(confirmed, a)
 	}
-	// Holm across every confirmed hypothesis (candidate × level) of the round.
-	var pv []float64
-	for _, cf := range confs {
-		for _, d := range cf.ds {
-			pv = append(pv, d.P)
+	if len(hs) == 0 {
+		return r, nil
+	}
+	var round []stats.Pair
+	for _, h := range hs {
+		round = append(round, stats.Pair{Base: values(h.pair[0], c.Metric), Cand: values(h.pair[1], c.Metric)})
+	}
+	sds := stats.DecideRound(round, rule)
+	ds := make([]ledger.Decision, len(hs))
+	better := make([]bool, len(confirmed))
+	vetoed := make([]bool, len(confirmed))
+	gain := make([]float64, len(confirmed))
+	for k, h := range hs {
+		a := confirmed[h.arm]
+		ds[k] = e.decision(StageConfirm, a, h.bg, h.pair, sds[k])
+		ds[k].Mechanism = e.mechanism(a.Step, h.pair)
+		switch g := guardFails(ds[k].Guards); {
+		case sds[k].Verdict == stats.Worse:
+			vetoed[h.arm] = true
+			ds[k].Reason = "rejected: worse at this level; " + ds[k].Reason
+		case g != "":
+			vetoed[h.arm] = true
+			ds[k].Reason = "rejected: guard " + g + "; " + ds[k].Reason
+		case sds[k].Verdict == stats.Better:
+			better[h.arm] = true
+			gain[h.arm] = max(gain[h.arm], math.Abs(float64(ds[k].Effect.Center)))
 		}
 	}
-	rejectH := stats.Holm(pv, c.Alpha)
-	best, bestEff := -1, 0.0
-	k := 0
-	for i := range confs {
-		cf := &confs[i]
-		ok, any := true, false
-		eff := 0.0
-		for j := range cf.ds {
-			d := &cf.ds[j]
-			sig := rejectH[k]
-			k++
-			switch {
-			case d.Verdict == verdictWorse:
-				ok = false
-				d.Reason = "rejected: worse at this level; " + d.Reason
-			case guardFails(d.Guards) != "":
-				ok = false
-				d.Reason = "rejected: guard " + guardFails(d.Guards) + "; " + d.Reason
-			case d.Verdict == verdictBetter && !sig:
-				d.Reason = fmt.Sprintf("not significant after Holm across %d comparisons of round %d; %s", len(pv), e.round, d.Reason)
-			case d.Verdict == verdictBetter:
-				any = true
-				eff = max(eff, math.Abs(d.Effect.Center))
-			}
+	best := -1
+	for i := range confirmed {
+		if better[i] && !vetoed[i] && (best < 0 || gain[i] > gain[best]) {
+			best = i
 		}
-		if ok && any && eff > bestEff {
-			best, bestEff = i, eff
-		}
-		_ = ok
 	}
-	for i := range confs {
-		for j := range confs[i].ds {
-			d := &confs[i].ds[j]
-			if i == best && d.Verdict == verdictBetter && !strings.HasPrefix(d.Reason, "not significant") {
-				d.Accepted = true
-				if d.Mechanism != nil && !d.Mechanism.Moved {
-					d.Mechanism.Suspect = true
-					d.Reason = "accepted (SUSPECT: group " + d.Mechanism.Group + "'s scheduler stats did not move as predicted); " + d.Reason
-				} else {
-					d.Reason = "accepted; " + d.Reason
-				}
-			} else if i == best && !strings.HasPrefix(d.Reason, "rejected") {
-				d.Reason = "step accepted on another level; here: " + d.Reason
-			} else if i != best && d.Verdict == verdictBetter && !strings.HasPrefix(d.Reason, "not significant") && !strings.HasPrefix(d.Reason, "rejected") {
-				d.Reason = "not taken: another candidate of this round gained more; " + d.Reason
+	for k, h := range hs {
+		d := &ds[k]
+		switch {
+		case h.arm == best && sds[k].Verdict == stats.Better:
+			d.Accepted = true
+			if m := d.Mechanism; m != nil && !m.Moved {
+				m.Suspect = true
+				d.Reason = fmt.Sprintf("ACCEPTED, SUSPECT: group %q's %s did not move %s; %s", m.Group, m.Counter, m.Predicted, d.Reason)
+			} else {
+				d.Reason = "ACCEPTED; " + d.Reason
 			}
-			if err := e.record(d); err != nil {
-				return r, err
-			}
-			r.Decisions = append(r.Decisions, *d)
+		case h.arm == best:
+			d.Reason = "the step is accepted on another level; here: " + d.Reason
+		case better[h.arm] && !vetoed[h.arm] && sds[k].Verdict == stats.Better:
+			d.Reason = "not taken: another candidate of this round gained more; " + d.Reason
+		case vetoed[h.arm] && sds[k].Verdict == stats.Better:
+			d.Reason = "vetoed by another level; " + d.Reason
 		}
+		if err := e.record(d); err != nil {
+			return r, err
+		}
+		r.Decisions = append(r.Decisions, *d)
 	}
 	if best >= 0 {
-		s := confs[best].arm.Step
+		s := confirmed[best].Step
 		r.Accepted = &s
 		e.env.Log("round %d: accepted %s", e.round, s)
 	}
 	return r, nil
 }
 
+func (e *engine) rule() stats.Rule {
+	return stats.Rule{Metric: e.cfg.Metric, Alpha: e.cfg.Alpha, MinEffect: e.cfg.MinEffect, Dir: e.cfg.Dir}
+}
+
 func guardFails(gs []ledger.Guard) string {
 	for _, g := range gs {
 		if g.Regresses {
-			return fmt.Sprintf("%s regresses %+.1f%% (bound %.1f%%, p=%.3g)", g.Metric, 100*g.Effect, -100*g.Bound, g.P)
+			return fmt.Sprintf("%s moved %+.1f%% (bound %.1f%% worse, p=%.3g)", g.Metric, 100*float64(g.Effect), 100*g.Bound, float64(g.P))
 		}
 	}
 	return ""
@@ -497,34 +536,32 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 	if err != nil {
 		return err
 	}
-	var pv []float64
-	var ds []ledger.Decision
+	var round []stats.Pair
 	for _, bg := range c.Ladder {
-		d := e.decision(StageFinal, "stock vs refined", refined, bg, ps[bg])
-		ds = append(ds, d)
-		pv = append(pv, d.P)
+		round = append(round, stats.Pair{Base: values(ps[bg][0], c.Metric), Cand: values(ps[bg][1], c.Metric)})
 	}
-	sig := stats.Holm(pv, c.Alpha)
-	kept, worse := false, false
-	for i := range ds {
-		d := &ds[i]
-		switch {
-		case d.Verdict == verdictWorse:
-			worse = true
-		case guardFails(d.Guards) != "":
-			worse = true
-		case d.Verdict == verdictBetter && sig[i]:
+	sds := stats.DecideRound(round, e.rule())
+	var ds []ledger.Decision
+	kept, harm := false, false
+	for i, bg := range c.Ladder {
+		d := e.decision(StageFinal, refined, bg, ps[bg], sds[i])
+		d.Step = "stock vs refined"
+		if sds[i].Verdict == stats.Worse || guardFails(d.Guards) != "" {
+			harm = true
+		}
+		if sds[i].Verdict == stats.Better {
 			kept = true
 		}
+		ds = append(ds, d)
 	}
-	kept = kept && !worse
+	kept = kept && !harm
 	for i := range ds {
 		d := &ds[i]
 		d.Accepted = kept
 		if kept {
-			d.Reason = "refined profile kept: it beats stock CFS; " + d.Reason
+			d.Reason = "KEPT: the refined profile beats stock CFS; " + d.Reason
 		} else {
-			d.Reason = "refined profile NOT kept: it does not beat stock CFS at every level without harm; " + d.Reason
+			d.Reason = "NOT KEPT: the refined profile does not beat stock CFS without harm at some level; " + d.Reason
 		}
 		if g := guardFails(d.Guards); g != "" {
 			d.Reason = "guard " + g + "; " + d.Reason
@@ -747,16 +784,17 @@ func sub(a, b uint64) uint64 {
 	return a - b
 }
 
-// decision compares arm B against arm A at one level on the primary metric
-// and the guards. The caller decides acceptance.
-func (e *engine) decision(stage, step string, cand Arm, bg int, p *pair) ledger.Decision {
+// decision records a stats decision of arm B against arm A at one level,
+// with the guards checked on the same trials. The caller decides
+// acceptance.
+func (e *engine) decision(stage string, cand Arm, bg int, p *pair, sd stats.Decision) ledger.Decision {
 	c := &e.cfg
-	base, cnd := values(p[0], c.Metric), values(p[1], c.Metric)
-	dec := stats.Decide(base, cnd, stats.Rule{Alpha: c.Alpha, MinEffect: c.MinEffect, Dir: c.Dir})
-	cmp := dec.Comparison
-	d := ledger.Decision{Stage: stage, Step: step, Candidate: cand.Hash, Test: "mann-whitney-u", Metric: c.Metric, Bg: bg,
-		N: [2]int{cmp.NBase, cmp.NCand}, Base: iv(cmp.Base), Cand: iv(cmp.Cand), Effect: iv(dec.RelShift), P: cmp.P,
-		Verdict: verdictName(dec.Verdict), Reason: dec.Reason}
+	cmp := sd.Comparison
+	d := ledger.Decision{Stage: stage, Step: cand.Step.String(), Candidate: cand.Hash, Test: "mann-whitney-u", Metric: c.Metric, Bg: bg,
+		N: [2]int{cmp.NBase, cmp.NCand}, Base: iv(cmp.Base), Cand: iv(cmp.Cand), Effect: iv(cmp.Rel), P: ledger.Num(cmp.P),
+		Verdict: sd.Verdict.String()}
+	line := stats.Line(c.Metric, cmp)
+	d.Reason = strings.TrimPrefix(sd.Reason, line+"  ")
 	for _, g := range c.Guards {
 		gb, gc := values(p[0], g.Metric), values(p[1], g.Metric)
 		if len(gb) < len(p[0]) || len(gc) < len(p[1]) {
@@ -766,34 +804,20 @@ func (e *engine) decision(stage, step string, cand Arm, bg int, p *pair) ledger.
 			}
 			continue
 		}
-		reg, gcmp := stats.Regresses(gb, gc, g.Dir, g.Bound, c.Alpha)
-		rel := 0.0
-		if gcmp.Base.Center != 0 {
-			rel = gcmp.Shift.Center / gcmp.Base.Center
-		}
-		d.Guards = append(d.Guards, ledger.Guard{Metric: g.Metric, Bound: g.Bound, Regresses: reg, P: gcmp.P, Effect: rel})
+		reg, gd := stats.Regresses(gb, gc, g.Dir, g.Bound, c.Alpha)
+		d.Guards = append(d.Guards, ledger.Guard{Metric: g.Metric, Bound: g.Bound, Regresses: reg, P: ledger.Num(gd.Comparison.P), Effect: ledger.Num(gd.Comparison.Rel.Center)})
 	}
-	d.Line = fmt.Sprintf("%-8s %-22.22s %s bg=%d  A %s n=%d  B %s n=%d  Δ %+.1f%% [%+.1f%%, %+.1f%%]  p=%.3g  %s",
-		stage, step, c.Metric, bg, fmtIv(d.Base), d.N[0], fmtIv(d.Cand), d.N[1],
-		100*d.Effect.Center, 100*d.Effect.Lo, 100*d.Effect.Hi, d.P, d.Verdict)
+	d.Line = fmt.Sprintf("%-11s %s  bg=%d  %s", stage, d.Step, bg, line)
 	return d
 }
 
-func fmtIv(i ledger.Interval) string {
-	return fmt.Sprintf("%.4g [%.4g, %.4g]", i.Center, i.Lo, i.Hi)
-}
-
 func iv(i stats.Interval) ledger.Interval {
-	return ledger.Interval{Lo: i.Lo, Center: i.Center, Hi: i.Hi}
+	return ledger.Interval{Lo: ledger.Num(i.Lo), Center: ledger.Num(i.Center), Hi: ledger.Num(i.Hi)}
 }
 
 // record writes a decision to the ledger and the log.
 func (e *engine) record(d *ledger.Decision) error {
-	verdict := "rejected"
-	if d.Accepted {
-		verdict = "ACCEPTED"
-	}
-	e.env.Log("%s  → %s: %s", d.Line, verdict, d.Reason)
+	e.env.Log("%s  → %s", d.Line, d.Reason)
 	return e.env.Ledger.Append(*d)
 }
 
@@ -833,7 +857,7 @@ func (e *engine) mechanism(s Step, p *pair) *ledger.Mechanism {
 		return m
 	}
 	cmp := stats.Compare(a, b, 1-e.cfg.Alpha)
-	m.Base, m.Cand, m.P = cmp.Base.Center, cmp.Cand.Center, cmp.P
+	m.Base, m.Cand, m.P = ledger.Num(cmp.Base.Center), ledger.Num(cmp.Cand.Center), ledger.Num(cmp.P)
 	sig := cmp.P < e.cfg.Alpha
 	switch m.Predicted {
 	case "down":
@@ -876,23 +900,3 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// Verdict names as the ledger writes them.
-const (
-	verdictBetter = "Better"
-	verdictWorse  = "Worse"
-)
-
-func verdictName(v stats.Verdict) string {
-	switch v {
-	case stats.Better:
-		return verdictBetter
-	case stats.Worse:
-		return verdictWorse
-	case stats.NoDifference:
-		return "NoDifference"
-	case stats.TooFewSamples:
-		return "TooFewSamples"
-	}
-	return fmt.Sprintf("Verdict(%d)", int(v))
-}

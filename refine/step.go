@@ -102,8 +102,8 @@ func Candidates(p *profiles.Profile, lint func(*profiles.Profile) []profiles.Fin
 		if g.Treatment == profiles.Exclusive && request > 0 {
 			for _, d := range []int{-1, +1} {
 				n := g.ExclusiveCores + d
-				if n < 1 {
-					continue
+				if n < 1 || math.IsNaN(fractionFor(n, request)) {
+					continue // more cores than the whole request: not a sizing cpu_fraction can give
 				}
 				moves = append(moves, coresMove(i, g, n, request))
 			}
@@ -140,6 +140,9 @@ func Candidates(p *profiles.Profile, lint func(*profiles.Profile) []profiles.Fin
 			}
 		}
 	}
+	// Cheapest-to-believe first: when the budget cannot screen a whole
+	// round, the moves that change most are screened first.
+	slices.SortStableFunc(moves, func(a, b move) int { return priority(a.step.Param) - priority(b.step.Param) })
 	seen := map[string]bool{}
 	for _, m := range moves {
 		q := cloneProfile(p)
@@ -166,6 +169,24 @@ func Candidates(p *profiles.Profile, lint func(*profiles.Profile) []profiles.Fin
 		ok = append(ok, arm)
 	}
 	return ok, rejected, nil
+}
+
+// priority orders the kinds of move: treatments first, then core counts,
+// preemption, weight, slice and family membership.
+func priority(param string) int {
+	switch param {
+	case "treatment":
+		return 0
+	case "exclusive_cores":
+		return 1
+	case "preempt":
+		return 2
+	case "weight":
+		return 3
+	case "slice_us":
+		return 4
+	}
+	return 5
 }
 
 // Rejected is a candidate lint refused: logged, never applied.

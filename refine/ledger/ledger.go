@@ -17,7 +17,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"time"
 )
 
@@ -105,11 +107,52 @@ type GroupRates struct {
 	SiblingBusyPerS float64 `json:"sibling_busy_per_s"`
 }
 
-// Interval is a point estimate with its confidence interval.
+// Interval is a point estimate with its confidence interval. A bound the
+// sample is too small for is infinite.
 type Interval struct {
-	Lo     float64 `json:"lo"`
-	Center float64 `json:"center"`
-	Hi     float64 `json:"hi"`
+	Lo     Num `json:"lo"`
+	Center Num `json:"center"`
+	Hi     Num `json:"hi"`
+}
+
+// Num is a float64 that survives JSON when it is infinite or NaN (written
+// as the strings "+Inf", "-Inf", "NaN"; JSON numbers have neither).
+type Num float64
+
+// MarshalJSON writes finite values as numbers and the others as strings.
+func (n Num) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	switch {
+	case math.IsInf(f, 1):
+		return []byte(`"+Inf"`), nil
+	case math.IsInf(f, -1):
+		return []byte(`"-Inf"`), nil
+	case math.IsNaN(f):
+		return []byte(`"NaN"`), nil
+	}
+	return json.Marshal(f)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (n *Num) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return fmt.Errorf("number %q: %w", s, err)
+		}
+		*n = Num(f)
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*n = Num(f)
+	return nil
 }
 
 // Decision is one comparison and what refine made of it.
@@ -125,7 +168,7 @@ type Decision struct {
 	Base      Interval   `json:"base"`
 	Cand      Interval   `json:"cand"`
 	Effect    Interval   `json:"effect"` // relative shift (cand − base) / base
-	P         float64    `json:"p"`
+	P         Num        `json:"p"`
 	Verdict   string     `json:"verdict"`
 	Guards    []Guard    `json:"guards,omitempty"`
 	Mechanism *Mechanism `json:"mechanism,omitempty"`
@@ -139,22 +182,22 @@ type Guard struct {
 	Metric    string  `json:"metric"`
 	Bound     float64 `json:"bound"`
 	Regresses bool    `json:"regresses"`
-	P         float64 `json:"p"`
-	Effect    float64 `json:"effect"`
+	P         Num     `json:"p"`
+	Effect    Num     `json:"effect"`
 }
 
 // Mechanism records whether the group a step changes moved the way its
 // treatment predicts.
 type Mechanism struct {
-	Group     string  `json:"group"`
-	Counter   string  `json:"counter"`   // which GroupRates field
-	Predicted string  `json:"predicted"` // "down", "up"
-	Base      float64 `json:"base"`      // medians per arm
-	Cand      float64 `json:"cand"`
-	P         float64 `json:"p"`
-	Moved     bool    `json:"moved"`
-	Suspect   bool    `json:"suspect"` // a metric win without the mechanism
-	Note      string  `json:"note,omitempty"`
+	Group     string `json:"group"`
+	Counter   string `json:"counter"`   // which GroupRates field
+	Predicted string `json:"predicted"` // "down", "up"
+	Base      Num    `json:"base"`      // medians per arm
+	Cand      Num    `json:"cand"`
+	P         Num    `json:"p"`
+	Moved     bool   `json:"moved"`
+	Suspect   bool   `json:"suspect"` // a metric win without the mechanism
+	Note      string `json:"note,omitempty"`
 }
 
 // Note is free text worth keeping with the record: a re-run trial, reaped
