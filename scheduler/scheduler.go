@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"temper.codes/temper-train/observe/snapshot"
 	"temper.codes/temper-train/profiles"
@@ -17,6 +18,10 @@ import (
 // ErrUnsupported is wrapped by Probe errors: the backend cannot run on this
 // machine (no sched_ext, another scheduler attached, missing privileges).
 var ErrUnsupported = errors.New("scheduler backend not supported here")
+
+// ErrReverted is wrapped by Refresh and Stats called after Revert: the plan
+// is no longer in force and its counters are gone.
+var ErrReverted = errors.New("profile already reverted")
 
 // Plan is what a backend applies: a linted profile with compiled matchers,
 // the machine's topology and the cores each exclusive group owns.
@@ -57,13 +62,16 @@ type Backend interface {
 
 // Applied is a plan in force.
 type Applied interface {
-	// Refresh classifies threads that appeared since the last call.
+	// Refresh classifies threads that appeared since the last call. After
+	// Revert it returns an error wrapping ErrReverted.
 	Refresh() error
 	// Stats returns per-group counters since Apply, in group order, then the
-	// default (unprofiled) layer last where the backend has one.
+	// default (unprofiled) layer last where the backend has one. After
+	// Revert it returns an error wrapping ErrReverted.
 	Stats() ([]GroupStats, error)
-	// Revert restores what Apply changed. It is idempotent and must be
-	// called on every exit path.
+	// Revert restores what Apply changed. It is idempotent, safe to call
+	// from several goroutines at once (and with Refresh and Stats), and
+	// must be called on every exit path.
 	Revert() error
 }
 
@@ -80,6 +88,9 @@ type GroupStats struct {
 	// sibling was running something else.
 	SiblingBusy uint64
 	Missing     []string
+	// At is when the counters were read: the difference of two readings
+	// over the difference of their At is a rate.
+	At time.Time
 }
 
 // Allocation says which CPUs each exclusive group owns and which are left.

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,9 +45,6 @@ const (
 	backendSchedExt = "sched_ext"
 	backendCFS      = "cfs"
 )
-
-// applyRefresh is how often apply looks for new threads of the target.
-const applyRefresh = 100 * time.Millisecond
 
 // applyReport is how often apply prints its stats table while it runs.
 const applyReport = 5 * time.Second
@@ -157,36 +153,18 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	if err := lintForApply(prof, profilePath, backend.Name(), topo, tgt, stderr); err != nil {
 		return err
 	}
-	var processes atomic.Int64
-	processes.Store(int64(len(tgt.Tgids)))
-	plan, err := scheduler.NewPlan(prof, topo,
-		func() ([]profiles.Thread, error) {
-			ids, err := tgt.Refresh()
-			if err != nil {
-				return nil, err
-			}
-			processes.Store(int64(len(ids)))
-			return scheduler.ListThreads(ids)
-		})
+	plan, err := scheduler.NewPlan(prof, topo, scheduler.ThreadsOf(tgt.Refresh))
 	if err != nil {
 		return fmt.Errorf("%s: %w", profilePath, err)
 	}
 
-	// The backend's context is ours to cancel after the closing stats are
-	// read; a signal stops the loop below, which then reverts.
-	applyCtx, cancelApply := context.WithCancel(context.Background())
-	defer cancelApply()
-	applied, err := backend.Apply(applyCtx, plan)
+	// A signal (ctx) stops the session, which reads the closing stats and
+	// then reverts.
+	sess, err := scheduler.Start(ctx, backend, plan, scheduler.Options{For: f.forDur})
 	if err != nil {
 		return flatErr(err)
 	}
-	reverted := false
-	defer func() {
-		if !reverted {
-			applied.Revert()
-		}
-	}()
-	begin := time.Now()
+	defer sess.Stop()
 	state := ""
 	if backend.Name() == backendCFS {
 		state = f.state
@@ -205,56 +183,41 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	}
 	prog.say("applied profile %s with backend %s to %s (%d %s) %s%s", prof.ID, backend.Name(), tgt.Description, len(tgt.Tgids), procs, until, state)
 
-	reason, runErr := keepApplied(ctx, applied, f, &processes, func() {
-		if stats, err := applied.Stats(); err == nil {
-			fmt.Fprintf(stderr, "%.0fs applied:\n", time.Since(begin).Seconds())
-			printApplyStats(stderr, stats, time.Since(begin))
-		}
-	})
-	elapsed := time.Since(begin)
-
-	// Closing numbers first (a sched_ext scheduler's counters go with it),
-	// then revert.
-	threads, listErr := plan.Threads()
-	stats, statsErr := applied.Stats()
-	revertErr := applied.Revert()
-	reverted = true
-	cancelApply()
+	waitStopped(sess, stderr, f.quiet)
+	sum := sess.Stop()
+	reason := stopReason(sum.Reason, f.forDur)
 
 	var errs []error
-	if runErr != nil {
-		errs = append(errs, runErr)
+	if sum.Err != nil {
+		errs = append(errs, sum.Err)
 	}
-	if revertErr != nil {
+	if sum.RevertErr != nil {
 		msg := "revert: %w"
 		if state != "" {
 			msg += " (the state file is kept: run temper-train apply --revert to retry)"
 		}
-		errs = append(errs, fmt.Errorf(msg, revertErr))
+		errs = append(errs, fmt.Errorf(msg, sum.RevertErr))
 	}
-	if statsErr != nil {
-		errs = append(errs, fmt.Errorf("stats: %w", statsErr))
+	if sum.StatsErr != nil {
+		errs = append(errs, fmt.Errorf("stats: %w", sum.StatsErr))
 	}
-	if f.statsJSON != "" && statsErr == nil {
-		if listErr != nil {
-			threads = nil
-		}
-		if err := writeApplyStatsJSON(f.statsJSON, prof, backend.Name(), tgt.Description, reason, elapsed, stats, plan.Classifier, threads); err != nil {
+	if f.statsJSON != "" && sum.StatsErr == nil {
+		if err := writeApplyStatsJSON(f.statsJSON, prof, backend.Name(), tgt.Description, reason, sum.Elapsed, sum.Stats, plan.Classifier, sum.Threads); err != nil {
 			errs = append(errs, err)
 		}
 	}
 
 	fmt.Fprintf(stdout, "profile   %s (backend %s)\n", prof.ID, backend.Name())
 	fmt.Fprintf(stdout, "target    %s\n", tgt.Description)
-	fmt.Fprintf(stdout, "stopped   after %.2f s: %s\n", elapsed.Seconds(), reason)
-	if revertErr != nil {
+	fmt.Fprintf(stdout, "stopped   after %.2f s: %s\n", sum.Elapsed.Seconds(), reason)
+	if sum.RevertErr != nil {
 		fmt.Fprintln(stdout, "reverted  FAILED (see the error below)")
 	} else {
 		fmt.Fprintln(stdout, "reverted  every change")
 	}
-	if statsErr == nil {
+	if sum.StatsErr == nil {
 		fmt.Fprintln(stdout)
-		printApplyStats(stdout, stats, elapsed)
+		printApplyStats(stdout, sum.Stats, sum.Elapsed)
 	}
 	if len(errs) > 0 {
 		return flatErr(errors.Join(errs...))
@@ -262,42 +225,35 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	return nil
 }
 
-// keepApplied refreshes the applied profile every applyRefresh until ctx
-// ends (a signal), --for passes, the target has no process left, or a
-// refresh fails; report runs every applyReport unless --quiet. It returns
-// why it stopped.
-func keepApplied(ctx context.Context, applied scheduler.Applied, f applyFlags, processes *atomic.Int64, report func()) (string, error) {
-	tick := time.NewTicker(applyRefresh)
-	defer tick.Stop()
-	var deadline <-chan time.Time
-	if f.forDur > 0 {
-		t := time.NewTimer(f.forDur)
-		defer t.Stop()
-		deadline = t.C
+// waitStopped waits for the session to stop on its own, printing its stats
+// table every applyReport unless quiet.
+func waitStopped(sess *scheduler.Session, w io.Writer, quiet bool) {
+	if quiet {
+		<-sess.Done()
+		return
 	}
-	var reports <-chan time.Time
-	if !f.quiet {
-		r := time.NewTicker(applyReport)
-		defer r.Stop()
-		reports = r.C
-	}
+	r := time.NewTicker(applyReport)
+	defer r.Stop()
 	for {
 		select {
-		case <-ctx.Done():
-			return "interrupted", nil
-		case <-deadline:
-			return "--for " + f.forDur.String() + " passed", nil
-		case <-reports:
-			report()
-		case <-tick.C:
-			if err := applied.Refresh(); err != nil {
-				return "error", err
-			}
-			if processes.Load() == 0 {
-				return "the target exited", nil
+		case <-sess.Done():
+			return
+		case <-r.C:
+			if stats, err := sess.Stats(); err == nil {
+				elapsed := time.Since(sess.Began())
+				fmt.Fprintf(w, "%.0fs applied:\n", elapsed.Seconds())
+				printApplyStats(w, stats, elapsed)
 			}
 		}
 	}
+}
+
+// stopReason says in apply's words why the session stopped.
+func stopReason(r scheduler.StopReason, forDur time.Duration) string {
+	if r == scheduler.Elapsed {
+		return "--for " + forDur.String() + " passed"
+	}
+	return r.String()
 }
 
 // chooseBackend returns the backend --backend names, checked with its

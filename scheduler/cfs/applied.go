@@ -398,6 +398,7 @@ func (a *applied) Stats() ([]scheduler.GroupStats, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	_, noSchedstat := os.Stat("/proc/self/schedstat")
+	now := time.Now()
 	n := len(a.groups) + 1
 	sum := slices.Clone(a.retired)
 	threads := make([]int, n)
@@ -423,7 +424,7 @@ func (a *applied) Stats() ([]scheduler.GroupStats, error) {
 		} else {
 			s.Group, s.Treatment = UnmatchedGroup, profiles.Normal
 		}
-		s.Threads = threads[i]
+		s.Threads, s.At = threads[i], now
 		s.RuntimeNs = sum[i].runtimeNs
 		s.Dispatches = sum[i].voluntary + sum[i].nonvoluntary
 		s.Preemptions = sum[i].nonvoluntary

@@ -444,12 +444,13 @@ func (a *Applied) Stats() ([]scheduler.GroupStats, error) {
 	}
 	out := make([]scheduler.GroupStats, len(a.cfg.Layers))
 	m := a.coll.Maps[bpf.SchedulerMapStats]
+	now := time.Now()
 	for i := range a.cfg.Layers {
 		var per []stats
 		if err := m.Lookup(uint32(i), &per); err != nil {
 			return nil, fmt.Errorf("sched_ext backend: read stats of layer %s: %w", a.cfg.Names[i], err)
 		}
-		g := scheduler.GroupStats{Group: a.cfg.Names[i], Treatment: a.cfg.Treatments[i], Threads: count[i]}
+		g := scheduler.GroupStats{Group: a.cfg.Names[i], Treatment: a.cfg.Treatments[i], Threads: count[i], At: now}
 		for _, s := range per {
 			g.RuntimeNs += s.RuntimeNs
 			g.Dispatches += s.Dispatches
