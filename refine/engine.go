@@ -759,7 +759,6 @@ func rates(before, after []scheduler.GroupStats, wall time.Duration) map[string]
 	if wall <= 0 {
 		return nil
 	}
-	sec := wall.Seconds()
 	prev := map[string]scheduler.GroupStats{}
 	for _, s := range before {
 		prev[s.Group] = s
@@ -767,6 +766,10 @@ func rates(before, after []scheduler.GroupStats, wall time.Duration) map[string]
 	out := map[string]ledger.GroupRates{}
 	for _, s := range after {
 		p := prev[s.Group]
+		sec := wall.Seconds()
+		if !s.At.IsZero() && !p.At.IsZero() && s.At.After(p.At) {
+			sec = s.At.Sub(p.At).Seconds() // the readings' own clock
+		}
 		out[s.Group] = ledger.GroupRates{
 			CPUs:            float64(sub(s.RuntimeNs, p.RuntimeNs)) / 1e9 / sec,
 			SwitchesPerS:    float64(sub(s.Dispatches, p.Dispatches)) / sec,

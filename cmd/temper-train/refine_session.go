@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"time"
 
 	"temper.codes/temper-train/observe/snapshot"
 	"temper.codes/temper-train/observe/target"
@@ -15,8 +13,7 @@ import (
 )
 
 // liveScheduler applies refine's arms to the target through a scheduler
-// backend, keeping each in force (new threads classified every
-// applyRefresh) until its session stops.
+// backend: each arm is a scheduler.Session, the library call apply uses.
 type liveScheduler struct {
 	backend scheduler.Backend
 	topo    *snapshot.Topology
@@ -34,17 +31,11 @@ func (s *liveScheduler) Apply(ctx context.Context, p *profiles.Profile) (refine.
 	if err != nil {
 		return nil, err
 	}
-	// The backend's context is the session's: a signal cancels the run's
-	// context, and the engine then stops the session, which reverts.
-	actx, cancel := context.WithCancel(context.Background())
-	applied, err := s.backend.Apply(actx, plan)
+	sess, err := scheduler.Start(ctx, s.backend, plan, scheduler.Options{Refresh: applyRefresh})
 	if err != nil {
-		cancel()
 		return nil, flatErr(err)
 	}
-	ss := &liveSession{applied: applied, cancel: cancel, done: make(chan struct{}), stopped: make(chan struct{})}
-	go ss.keep()
-	return ss, nil
+	return liveSession{sess}, nil
 }
 
 // Alive fails when the target has no process left.
@@ -61,39 +52,19 @@ func (s *liveScheduler) Alive() error {
 
 var errTargetGone = errors.New("the target exited")
 
-type liveSession struct {
-	applied scheduler.Applied
-	cancel  context.CancelFunc
-	done    chan struct{} // closed by Stop
-	stopped chan struct{} // closed when keep returns
-	once    sync.Once
-	err     error
-}
+// liveSession is a scheduler.Session as refine uses it: Stop reports only
+// whether everything was reverted.
+type liveSession struct{ s *scheduler.Session }
 
-func (s *liveSession) keep() {
-	defer close(s.stopped)
-	t := time.NewTicker(applyRefresh)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.done:
-			return
-		case <-t.C:
-			// A refresh error (a thread gone mid-classification) is not
-			// fatal here: the trial's Alive check decides about the target.
-			s.applied.Refresh()
-		}
+func (l liveSession) Stats() ([]scheduler.GroupStats, error) { return l.s.Stats() }
+
+func (l liveSession) Stop() error {
+	sum := l.s.Stop()
+	if sum.RevertErr != nil {
+		return sum.RevertErr
 	}
-}
-
-func (s *liveSession) Stats() ([]scheduler.GroupStats, error) { return s.applied.Stats() }
-
-func (s *liveSession) Stop() error {
-	s.once.Do(func() {
-		close(s.done)
-		<-s.stopped
-		s.err = s.applied.Revert()
-		s.cancel()
-	})
-	return s.err
+	if sum.Reason == scheduler.Failed {
+		return fmt.Errorf("keeping the profile in force: %w", sum.Err)
+	}
+	return nil
 }
