@@ -1,7 +1,9 @@
 # temper-train — build, test, benchmark.
 #
-#   make demo       set up what is missing, build, trace the built-in demo workload,
-#                   analyze it, synthesize a profile and lint it (root: BPF)
+#   make demo       set up what is missing, build, and train a profile for the built-in
+#                   demo workload: observe, analyze, synthesize, then refine it against
+#                   stock CFS with the workload's latency benchmark for ~2 minutes,
+#                   ending with the report (root: BPF and scheduling)
 #   make test       vet + all tests (BPF/tracefs tests need root) + a short fuzz run
 #   make fuzz       longer fuzz runs (FUZZTIME per target, default 2m)
 #   make bench      decode benchmarks with ratios against their targets
@@ -31,14 +33,17 @@ setup:
 
 DEMO := bin/demo
 
+DEMO_TIME ?= 90s
+
 demo: setup build
 	@[ "$$(id -u)" -eq 0 ] || { echo "make demo traces with BPF and needs root: sudo make demo" >&2; exit 1; }
 	gcc -O2 -Wall -pthread -o bin/workload testdata/workload/workload.c
-	$(BIN) observe --duration 5s --out $(DEMO) -- bin/workload --dir bin
-	$(BIN) analyze --snapshot $(DEMO)/snapshot.json --json $(DEMO)/analysis.json --dot $(DEMO)/wake-graph.dot --plot $(DEMO)/plots $(DEMO)/trace.pftrace
-	$(BIN) synthesize $(DEMO)/analysis.json --id demo-workload --snapshot $(DEMO)/snapshot.json --out $(DEMO)/profiles
+	rm -rf $(DEMO)
+	$(BIN) train --id demo-workload --out $(DEMO) --duration 5s --backend cfs \
+		--bench 'scripts/demo-bench.sh $(DEMO).stats 1' --metric p99_ms --max-time $(DEMO_TIME) --warmup 500ms \
+		-- bin/workload --dir bin --stats $(DEMO).stats
 	$(BIN) lint $(DEMO)/profiles/demo-workload/*.toml
-	@echo "$(DEMO)/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/analysis.json, wake-graph.dot and plots/ hold the analysis; $(DEMO)/profiles the synthesized profile"
+	@echo "$(DEMO)/observe/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/analysis.json the analysis; $(DEMO)/profiles the synthesized profile; $(DEMO)/refine/REPORT.md the measurements, ledger.jsonl every trial"
 
 test:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
