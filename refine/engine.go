@@ -674,7 +674,7 @@ func (e *engine) trial(ctx context.Context, id string, side int, arm Arm, bg int
 	}
 	defer stopSpinners()
 	if start.Rerun {
-		if err := e.note("trial %s had a start but no end in the ledger (cut off): running it again", id); err != nil {
+		if err := e.note("trial %s did not complete in the ledger (cut off or failed): running it again", id); err != nil {
 			return sample{}, err
 		}
 	}

@@ -409,6 +409,11 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 		for _, s := range old.Open() {
 			env.Started[s.Trial] = true
 		}
+		for id, e := range old.Ends {
+			if e.Error != "" {
+				env.Started[id] = true // failed or interrupted: runs again
+			}
+		}
 	} else {
 		path := f.ledger
 		if path == "" {

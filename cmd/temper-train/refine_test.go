@@ -297,7 +297,7 @@ func TestRefineResumeAfterSIGKILL(t *testing.T) {
 	}
 	var rerun, reaped bool
 	for _, n := range l2.Notes {
-		rerun = rerun || strings.Contains(n.Text, open[0].Trial+" had a start but no end")
+		rerun = rerun || strings.Contains(n.Text, open[0].Trial+" did not complete")
 		reaped = reaped || strings.Contains(n.Text, "reaped its spinners")
 	}
 	if !rerun || (!reaped && len(open[0].Spinners) > 0) || l2.End == nil {
