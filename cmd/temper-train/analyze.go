@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"temper.codes/temper-train/analyze"
+	"temper.codes/temper-train/analyze/pictures"
+	"temper.codes/temper-train/chart"
 	"temper.codes/temper-train/observe/snapshot"
 )
 
@@ -104,7 +106,7 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
 	}
 	if f.plot != "" {
 		// Before the analysis, which takes a while, so a wrong path fails fast.
-		if err := analyze.CheckPlotDir(f.plot); err != nil {
+		if err := chart.CheckDir(f.plot); err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
 	}
@@ -128,7 +130,7 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
 	}
 	var plots []string
 	if f.plot != "" {
-		if plots, err = analyze.WritePlots(a, f.plot); err != nil {
+		if plots, err = pictures.Write(a, f.plot); err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
 	}

@@ -53,8 +53,8 @@ func Compare(base, cand []float64, confidence float64) Comparison {
 		NBase:      len(b),
 		NCand:      len(c),
 		Confidence: confidence,
-		Base:       median(b, confidence),
-		Cand:       median(c, confidence),
+		Base:       Median(b, confidence),
+		Cand:       Median(c, confidence),
 		P:          1,
 		MinP:       MinP(len(b), len(c)),
 	}
@@ -82,14 +82,16 @@ func sorted(x []float64) []float64 {
 	return s
 }
 
-// median is the sample median with its distribution-free interval, from
-// benchmath (which reports ±∞ when n is too small for the confidence).
-func median(s []float64, confidence float64) Interval {
+// Median is the sample median of x with its distribution-free interval at
+// the confidence level, from benchmath (±∞ bounds when n is too small for
+// the confidence). x is not modified.
+func Median(x []float64, confidence float64) Interval {
+	s := sorted(x)
 	if len(s) == 0 {
 		return Interval{math.NaN(), math.NaN(), math.NaN()}
 	}
 	th := benchmath.DefaultThresholds
-	sum := benchmath.AssumeNothing.Summary(benchmath.NewSample(slices.Clone(s), &th), confidence)
+	sum := benchmath.AssumeNothing.Summary(benchmath.NewSample(s, &th), confidence)
 	return Interval{sum.Lo, sum.Center, sum.Hi}
 }
 

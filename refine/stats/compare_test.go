@@ -35,10 +35,10 @@ func seq(n int, f func(i int) float64) []float64 {
 // the estimate and bounds are compared to within one step of the data.
 func TestCompareAgainstR(t *testing.T) {
 	for _, tc := range []struct {
-		name               string
-		base, cand         []float64
-		level              float64
-		p, est, lo, hi     float64
+		name                string
+		base, cand          []float64
+		level               float64
+		p, est, lo, hi      float64
 		tolEst, tolInterval float64
 	}{
 		{"A 6v6 exact", []float64{0.41, 0.43, 0.44, 0.47, 0.50, 0.52}, []float64{0.38, 0.39, 0.40, 0.42, 0.45, 0.46},

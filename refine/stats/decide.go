@@ -159,30 +159,43 @@ func Line(metric string, c Comparison) string {
 	}
 	fmt.Fprintf(&b, "%s → %s  n=%d+%d  Δ %s [%s %s] (%s)  p=%.3g",
 		ival(c.Base), ival(c.Cand), c.NBase, c.NCand,
-		spct(c.Rel.Center), spct(c.Rel.Lo), spct(c.Rel.Hi), pct(c.Confidence), c.P)
+		FormatShift(c.Rel.Center), FormatShift(c.Rel.Lo), FormatShift(c.Rel.Hi), pct(c.Confidence), c.P)
 	return b.String()
 }
 
 func ival(iv Interval) string {
-	return fmt.Sprintf("%s [%s %s]", num(iv.Center), num(iv.Lo), num(iv.Hi))
+	return fmt.Sprintf("%s [%s %s]", FormatValue(iv.Center), FormatValue(iv.Lo), FormatValue(iv.Hi))
 }
 
-func num(x float64) string {
+// FormatValue prints a measured value the way decision lines and reports
+// do: four significant digits, thousands as k and millions as M (so
+// throughput reads 98.12k, not 9.812e+04), ±∞ for an unbounded interval
+// and — for a missing value.
+func FormatValue(x float64) string {
 	switch {
-	case math.IsInf(x, -1):
-		return "-∞"
+	case math.IsNaN(x):
+		return "—"
 	case math.IsInf(x, 1):
 		return "+∞"
+	case math.IsInf(x, -1):
+		return "-∞"
+	case math.Abs(x) >= 1e6:
+		return fmt.Sprintf("%.4gM", x/1e6)
+	case math.Abs(x) >= 1e4:
+		return fmt.Sprintf("%.4gk", x/1e3)
 	}
 	return fmt.Sprintf("%.4g", x)
 }
 
-func spct(x float64) string {
+// FormatShift prints a relative shift as a signed percentage: "-7.2%".
+func FormatShift(x float64) string {
 	switch {
-	case math.IsInf(x, -1):
-		return "-∞"
+	case math.IsNaN(x):
+		return "—"
 	case math.IsInf(x, 1):
 		return "+∞"
+	case math.IsInf(x, -1):
+		return "-∞"
 	}
 	return fmt.Sprintf("%+.1f%%", 100*x)
 }

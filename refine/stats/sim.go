@@ -9,21 +9,26 @@ import (
 
 // Sim describes simulated tuning rounds that measure the error rates of the
 // decision rule as refine runs it: K candidates per round, each screened on
-// Screen trials per arm with Holm across the round, and those that pass
-// confirmed on Confirm fresh trials per arm with Holm across the
-// survivors. A trial's value is lognormal with coefficient of variation CV
+// Screen trials per arm, and those that pass confirmed on Confirm fresh
+// trials per arm with DecideRound (Holm across the survivors). The screen
+// decides each candidate alone (Decide) unless ScreenHolm is set: because
+// the confirmation runs on fresh trials, the screen's choice cannot inflate
+// the confirmation's error rate, so the screen need not pay for the round's
+// multiplicity — the simulation shows both. A trial's value is lognormal with coefficient of variation CV
 // (timings are positive and right-skewed); both arms share the
 // distribution except candidate 0, whose values are scaled by Effect in the
 // rule's better direction.
 type Sim struct {
-	Rule    Rule
-	K       int     // candidates per round (≥ 1)
-	Screen  int     // trials per arm in the screen; 0 skips the screen
-	Confirm int     // trials per arm in the confirmation on fresh trials
-	CV      float64 // noise of one trial, e.g. 0.10
-	Effect  float64 // true relative improvement of candidate 0; 0 is A/A
-	Rounds  int     // simulated rounds
-	Seed    uint64  // same seed, same figures
+	Rule   Rule
+	K      int // candidates per round (≥ 1)
+	Screen int // trials per arm in the screen; 0 skips the screen
+	// ScreenHolm holds the screen to Holm across the round as well.
+	ScreenHolm bool
+	Confirm    int     // trials per arm in the confirmation on fresh trials
+	CV         float64 // noise of one trial, e.g. 0.10
+	Effect     float64 // true relative improvement of candidate 0; 0 is A/A
+	Rounds     int     // simulated rounds
+	Seed       uint64  // same seed, same figures
 }
 
 // SimResult holds the measured rates, each with its 95% Clopper–Pearson
@@ -71,7 +76,7 @@ func Simulate(s Sim) SimResult {
 		for c := range k {
 			alive = append(alive, c)
 		}
-		for _, n := range []int{s.Screen, s.Confirm} {
+		for stage, n := range []int{s.Screen, s.Confirm} {
 			if n == 0 || len(alive) == 0 {
 				continue
 			}
@@ -79,7 +84,14 @@ func Simulate(s Sim) SimResult {
 			for i, c := range alive {
 				round[i] = Pair{Base: draw(n, 1), Cand: draw(n, scale(c))}
 			}
-			ds := DecideRound(round, s.Rule)
+			var ds []Decision
+			if stage == 0 && !s.ScreenHolm {
+				for _, p := range round {
+					ds = append(ds, Decide(p.Base, p.Cand, s.Rule))
+				}
+			} else {
+				ds = DecideRound(round, s.Rule)
+			}
 			next := alive[:0]
 			for i, c := range alive {
 				if ds[i].Accepted() {
