@@ -793,7 +793,7 @@ func sub(a, b uint64) uint64 {
 func (e *engine) decision(stage string, cand Arm, bg int, p *pair, sd stats.Decision) ledger.Decision {
 	c := &e.cfg
 	cmp := sd.Comparison
-	d := ledger.Decision{Stage: stage, Step: cand.Step.String(), Candidate: cand.Hash, Test: "mann-whitney-u", Metric: c.Metric, Bg: bg,
+	d := ledger.Decision{Stage: stage, Round: e.round, Step: cand.Step.String(), Group: cand.Step.Group, Candidate: cand.Hash, Test: "mann-whitney-u", Metric: c.Metric, Bg: bg,
 		N: [2]int{cmp.NBase, cmp.NCand}, Base: iv(cmp.Base), Cand: iv(cmp.Cand), Effect: iv(cmp.Rel), P: ledger.Num(cmp.P),
 		Verdict: sd.Verdict.String()}
 	line := stats.Line(c.Metric, cmp)

@@ -2,10 +2,12 @@ package refine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine/ledger"
+	"temper.codes/temper-train/refine/report"
 	"temper.codes/temper-train/scheduler"
 )
 
@@ -217,7 +220,9 @@ func TestPlantedEffectFound(t *testing.T) {
 		}
 		return 1
 	})
-	res, err := Run(context.Background(), testConfig(7), testProfile(), testEnv(t, sched, b))
+	env := testEnv(t, sched, b)
+	cfg := testConfig(7)
+	res, err := Run(context.Background(), cfg, testProfile(), env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,6 +241,29 @@ func TestPlantedEffectFound(t *testing.T) {
 	}
 	if fs := testLint(p); profiles.HasErrors(fs) {
 		t.Errorf("refined profile not lint-clean: %v", fs)
+	}
+
+	// The report is built from the ledger alone.
+	l, err := ledger.Read(env.Ledger.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Defaults()
+	l.Header.Config, _ = json.Marshal(cfg)
+	rep, err := ReportOf(l, ReportInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Arms) != 3 || len(rep.Ladder) != 1 || rep.Ladder[0].Delta == nil || !rep.Kept || len(rep.Calibration) != 1 {
+		t.Errorf("report: %d arms, ladder %+v, kept %v, %d calibrations", len(rep.Arms), rep.Ladder, rep.Kept, len(rep.Calibration))
+	}
+	dir := t.TempDir()
+	if err := report.Write(dir, rep); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, report.File))
+	if err != nil || !strings.Contains(string(md), "stock CFS") || !strings.Contains(string(md), "workers") {
+		t.Errorf("REPORT.md: %v\n%s", err, md)
 	}
 }
 

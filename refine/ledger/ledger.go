@@ -159,7 +159,9 @@ func (n *Num) UnmarshalJSON(b []byte) error {
 type Decision struct {
 	Type      string     `json:"type"`
 	Stage     string     `json:"stage"`
+	Round     int        `json:"round,omitempty"`
 	Step      string     `json:"step,omitempty"`
+	Group     string     `json:"group,omitempty"` // the group the step changes
 	Candidate string     `json:"candidate"`
 	Test      string     `json:"test"` // "mann-whitney-u"
 	Metric    string     `json:"metric"`
