@@ -207,6 +207,10 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 		(time.Duration(perRound) * e.perTrial()).Round(time.Second), (time.Duration(fin) * e.perTrial()).Round(time.Second))
 
 	reserve := e.trialsOf(c.FinalN)
+	if !e.fits(0, reserve) {
+		return fmt.Errorf("budget: the final comparison alone needs %d more trials (%d per arm and level) and %s leaves room for fewer after %d trials of calibration; raise the budget or --min-effect",
+			reserve, c.FinalN, e.budgetString(), e.trials)
+	}
 	for e.round = 1; e.round <= c.MaxRounds; e.round++ {
 		r, err := e.climb(ctx, incumbent, reserve)
 		if r != nil {

@@ -179,12 +179,16 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 // confirmN is the confirmation n the run used (calibration may have
 // raised it above the configuration's).
 func confirmN(l *ledger.Ledger, cfg Config) int {
+	n := cfg.ConfirmN
 	for _, d := range l.Decisions {
-		if d.Stage == StageConfirm {
+		switch d.Stage {
+		case StageConfirm:
 			return d.N[1]
+		case StageFinal:
+			n = max(n, d.N[1]) // calibration raised the n of both
 		}
 	}
-	return cfg.ConfirmN
+	return n
 }
 
 func mechanismText(m *ledger.Mechanism) string {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -31,6 +32,7 @@ import (
 	"temper.codes/temper-train/refine/background"
 	"temper.codes/temper-train/refine/bench"
 	"temper.codes/temper-train/refine/ledger"
+	"temper.codes/temper-train/refine/report"
 	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/synthesize"
 )
@@ -195,7 +197,7 @@ func parseGuard(s string) (refine.Guard, error) {
 	if v > 0 {
 		return refine.Guard{}, fmt.Errorf("--guard %q: the bound is how much worse is tolerated, ≤ 0 (e.g. -5%%)", s)
 	}
-	return refine.Guard{Metric: m, Dir: int8(d), Bound: -v}, nil
+	return refine.Guard{Metric: m, Dir: int8(d), Bound: math.Abs(v)}, nil
 }
 
 // parseLadder reads "0,1,2,4".
@@ -439,11 +441,13 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 	env.Log = prog.log
 	env.Progress = prog.update
 	timeout := f.timeout
+	openLoop := false
 	env.Bench = func(ctx context.Context, trialDir string) (map[string]float64, error) {
 		r, err := bench.Run(ctx, bench.Command{Argv: argv, Adapter: adapter, Timeout: timeout, Dir: trialDir})
 		if err != nil {
 			return nil, err
 		}
+		openLoop = r.OpenLoop
 		return r.Metrics, nil
 	}
 	env.Background = func(n int) (refine.Spinners, error) { return background.Start(n) }
@@ -460,6 +464,10 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 		} else {
 			runErr = fmt.Errorf("%w; everything reverted; the ledger %s keeps every trial so far", runErr, lw.Path())
 		}
+		// The report of what was measured, even of a run cut short.
+		if err := writeReport(dir, lw.Path(), openLoop); err != nil {
+			note(err.Error())
+		}
 		return run, flatErr(runErr)
 	}
 	endRec := ledger.End{Reason: res.Stopped}
@@ -473,8 +481,26 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 	if err := lw.Append(endRec); err != nil {
 		return run, err
 	}
+	if err := writeReport(dir, lw.Path(), openLoop); err != nil {
+		return run, err
+	}
 	printRefineSummary(stdout, res, cfg.Metric, run)
 	return run, nil
+}
+
+// writeReport writes DIR/REPORT.md and its pictures from the ledger.
+func writeReport(dir, ledgerPath string, openLoop bool) error {
+	l, err := ledger.Read(ledgerPath)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	r, err := refine.ReportOf(l, refine.ReportInfo{OpenLoop: openLoop, Caveats: []string{
+		"one machine, one run of each trial sequence; other load on the machine during the run is not isolated",
+	}})
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return report.Write(dir, r)
 }
 
 func cmp(err, def error) error {
@@ -654,6 +680,7 @@ func printRefineSummary(w io.Writer, res *refine.Result, metric string, run *ref
 	}
 	fmt.Fprintf(w, "trials    %d\n", res.Trials)
 	fmt.Fprintf(w, "ledger    %s\n", run.Ledger)
+	fmt.Fprintf(w, "report    %s\n", filepath.Join(run.Dir, report.File))
 	if run.Refined != "" {
 		fmt.Fprintf(w, "refined   %s\n", run.Refined)
 	} else {

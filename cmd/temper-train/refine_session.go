@@ -31,7 +31,7 @@ func (s *liveScheduler) Apply(ctx context.Context, p *profiles.Profile) (refine.
 	if err != nil {
 		return nil, err
 	}
-	sess, err := scheduler.Start(ctx, s.backend, plan, scheduler.Options{Refresh: applyRefresh})
+	sess, err := scheduler.Start(ctx, s.backend, plan, scheduler.Options{})
 	if err != nil {
 		return nil, flatErr(err)
 	}

@@ -269,8 +269,8 @@ func TestRefineResumeAfterSIGKILL(t *testing.T) {
 	}
 	done := len(l.Done())
 
-	res := exec.Command(tt, append([]string{"refine", prof, "--pid", strconv.Itoa(w.cmd.Process.Pid), "--bench", bench, "--adapter", "jsonl",
-		"--resume", ledgerPath, "-q", "--backend", "cfs"})...)
+	res := exec.Command(tt, "refine", prof, "--pid", strconv.Itoa(w.cmd.Process.Pid), "--bench", bench, "--adapter", "jsonl",
+		"--resume", ledgerPath, "-q", "--backend", "cfs")
 	b, err := res.CombinedOutput()
 	t.Logf("resume:\n%s", b)
 	if err != nil {
