@@ -41,7 +41,7 @@ demo: setup build
 	gcc -O2 -Wall -pthread -o bin/workload testdata/workload/workload.c
 	rm -rf $(DEMO)
 	$(BIN) train --id demo-workload --out $(DEMO) --duration 5s --backend cfs \
-		--bench 'scripts/demo-bench.sh $(DEMO).stats 1' --metric p99_ms --max-time $(DEMO_TIME) --warmup 500ms \
+		--bench 'scripts/demo-bench.sh $(DEMO).stats 1' --adapter jsonl --metric p99_ms --max-time $(DEMO_TIME) --warmup 500ms \
 		-- bin/workload --dir bin --stats $(DEMO).stats
 	$(BIN) lint $(DEMO)/profiles/demo-workload/*.toml
 	@echo "$(DEMO)/observe/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/analysis.json the analysis; $(DEMO)/profiles the synthesized profile; $(DEMO)/refine/REPORT.md the measurements, ledger.jsonl every trial"

@@ -8,6 +8,7 @@ import (
 
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine/ledger"
+	"temper.codes/temper-train/refine/stats"
 	"temper.codes/temper-train/scheduler"
 )
 
@@ -99,6 +100,9 @@ func (c *Config) Check() error {
 	case c.MaxTrials < 0 || c.MaxTime < 0:
 		return errors.New("budget: --max-trials and --max-time must be ≥ 0")
 	}
+	if p := stats.MinP(c.ScreenN, c.ScreenN); p >= c.ScreenP {
+		return fmt.Errorf("screen n = %d: its smallest p-value, %.3g, cannot reach the screen's %.2g; screen with n ≥ %d", c.ScreenN, p, c.ScreenP, screenNeed(c.ScreenP))
+	}
 	for _, l := range c.Ladder {
 		if l < 0 {
 			return fmt.Errorf("background level %d: want ≥ 0 spinners", l)
@@ -172,4 +176,13 @@ type Progress struct {
 	PerTrial time.Duration
 	Accepted int
 	Round    int
+}
+
+// screenNeed is the smallest even n whose Mann–Whitney test can reach p.
+func screenNeed(p float64) int {
+	n := 2
+	for stats.MinP(n, n) >= p {
+		n += 2
+	}
+	return n
 }

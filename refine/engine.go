@@ -702,9 +702,12 @@ func (e *engine) trial(ctx context.Context, id string, side int, arm Arm, bg int
 	if serr := stopSpinners(); serr != nil && err == nil {
 		err = fmt.Errorf("stop background: %w", serr)
 	}
-	if err == nil {
-		if aerr := e.env.Scheduler.Alive(); aerr != nil {
-			err = fmt.Errorf("the target exited during the trial: %w", aerr)
+	if aerr := e.env.Scheduler.Alive(); aerr != nil {
+		// A target gone explains a failed benchmark better than its output.
+		if err != nil {
+			err = fmt.Errorf("%w (the benchmark then failed: %v)", aerr, err)
+		} else {
+			err = aerr
 		}
 	}
 	if err == nil {

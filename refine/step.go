@@ -55,8 +55,11 @@ type Step struct {
 }
 
 func (s Step) String() string {
-	if s.Group == "" {
+	switch {
+	case s.Group == "":
 		return s.Param
+	case s.Param == "family":
+		return fmt.Sprintf("group %q: family %s moved out", s.Group, s.From)
 	}
 	return fmt.Sprintf("group %q: %s %s → %s", s.Group, s.Param, s.From, s.To)
 }
@@ -133,7 +136,7 @@ func Candidates(p *profiles.Profile, lint func(*profiles.Profile) []profiles.Fin
 		}
 		if len(g.Match.CommPrefix) > 1 {
 			for _, fam := range g.Match.CommPrefix {
-				moves = append(moves, move{group: i, step: Step{Group: g.Name, Param: "family", From: fam + " in", To: fam + " out", Favour: 0},
+				moves = append(moves, move{group: i, step: Step{Group: g.Name, Param: "family", From: fam, To: "out", Favour: 0},
 					edit: func(g *profiles.ThreadGroup) {
 						g.Match.CommPrefix = slices.DeleteFunc(slices.Clone(g.Match.CommPrefix), func(s string) bool { return s == fam })
 					}})

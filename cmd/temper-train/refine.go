@@ -112,7 +112,7 @@ Reverts on Ctrl-C, SIGTERM and errors; after a SIGKILL run
 		Example: `  # the demo workload, its latency read by scripts/demo-bench.sh (jsonl)
   bin/workload --stats /tmp/wl.stats &
   temper-train refine bin/demo/profiles/demo-workload/2cpu-2c-smt1.toml --pid $! \
-      --bench 'scripts/demo-bench.sh /tmp/wl.stats 2' --metric p99_ms --max-time 2m
+      --bench 'scripts/demo-bench.sh /tmp/wl.stats 2' --adapter jsonl --metric p99_ms --max-time 2m
 
   # Redis under redis-benchmark, at 0, 1, 2 and 4 background spinners
   temper-train refine profiles/redis/2cpu-2c-smt1.toml --pid $(pidof redis-server) \

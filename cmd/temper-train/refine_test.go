@@ -101,7 +101,7 @@ func demoBench(t *testing.T, stats string, secs float64) string {
 }
 
 // shortRun are the smallest stage sizes: a run of a few dozen trials.
-var shortRun = []string{"--calibration-n", "2", "--screen-n", "2", "--confirm-n", "2", "--final-n", "2", "--warmup", "100ms", "--backend", "cfs", "-q"}
+var shortRun = []string{"--adapter", "jsonl", "--calibration-n", "2", "--screen-n", "4", "--confirm-n", "2", "--final-n", "2", "--warmup", "100ms", "--backend", "cfs", "-q"}
 
 // checkClean asserts what every refine exit must leave: the workload's
 // threads scheduled as before, no cfs state file of the run, and no
@@ -114,15 +114,7 @@ func checkClean(t *testing.T, w *demoWorkload, before map[string]schedView, ledg
 	if l, err := ledger.Read(ledgerPath); err != nil {
 		t.Errorf("ledger: %v", err)
 	} else {
-		for _, s := range l.Starts {
-			for _, pid := range s.Spinners {
-				if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
-					if st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); !strings.Contains(string(st), ") Z ") {
-						t.Errorf("spinner %d of trial %s still running", pid, s.Trial)
-					}
-				}
-			}
-		}
+		checkSpinners(t, l)
 	}
 	files, _ := filepath.Glob(filepath.Join(cfs.DefaultStateDir, "apply-*.json"))
 	for _, f := range files {
@@ -130,6 +122,24 @@ func checkClean(t *testing.T, w *demoWorkload, before map[string]schedView, ledg
 		if strings.Contains(string(b), fmt.Sprintf(`"pid": %d`, w.cmd.Process.Pid)) {
 			t.Errorf("state file %s left behind", f)
 		}
+	}
+}
+
+// checkSpinners asserts that no spinner the ledger recorded still runs,
+// and that some were recorded.
+func checkSpinners(t *testing.T, l *ledger.Ledger) {
+	t.Helper()
+	n := 0
+	for _, s := range l.Starts {
+		for _, pid := range s.Spinners {
+			n++
+			if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && !strings.Contains(string(st), ") Z ") {
+				t.Errorf("spinner %d of trial %s still running", pid, s.Trial)
+			}
+		}
+	}
+	if n == 0 && l.Header.Config != nil && strings.Contains(string(l.Header.Config), `"ladder":[1]`) {
+		t.Error("the ledger recorded no spinner pids for --background 1")
 	}
 }
 
@@ -143,7 +153,7 @@ func TestRefineDemo(t *testing.T) {
 	before := w.views(t)
 	out := filepath.Join(t.TempDir(), "out")
 	args := append([]string{"refine", writeProfile(t), "--pid", strconv.Itoa(w.cmd.Process.Pid), "--bench", demoBench(t, w.stats, 0.3),
-		"--metric", "p99_ms", "--out", out, "--max-trials", "40"}, shortRun...)
+		"--metric", "p99_ms", "--out", out, "--max-trials", "40", "--min-effect", "95%"}, shortRun...)
 	cmd := exec.Command(tt, args...)
 	b, err := cmd.CombinedOutput()
 	t.Logf("%s", b)
@@ -170,13 +180,39 @@ func TestRefineDemo(t *testing.T) {
 	checkClean(t, w, before, filepath.Join(out, "ledger.jsonl"))
 }
 
-// TestRefineErrors: each way a benchmark or target can fail is a one-line
-// error, with the ledger intact, scheduling reverted and spinners gone.
+// misbehave writes a benchmark that measures the demo workload for its
+// first nine runs (calibration's eight and one more, so that a profile is in
+// force) and then does what mode says.
+func misbehave(t *testing.T, stats, mode string) string {
+	t.Helper()
+	dir := t.TempDir()
+	script := filepath.Join(dir, "bench.sh")
+	body := fmt.Sprintf(`#!/bin/sh
+n=$(cat %[1]s/count 2>/dev/null || echo 0)
+echo $((n + 1)) > %[1]s/count
+[ "$n" -lt 9 ] && exec %[2]s
+case %[3]s in
+fail) echo boom >&2; exit 3 ;;
+garbage) echo this is not json ;;
+hang) sleep 60 ;;
+*) exec %[2]s ;;
+esac
+`, dir, demoBench(t, stats, 0.3), mode)
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+// TestRefineErrors: each way a benchmark or target can fail, with a
+// profile in force and spinners running, is a one-line error, with the
+// ledger intact, scheduling reverted and spinners gone.
 func TestRefineErrors(t *testing.T) {
 	needSchedPrivileges(t)
 	tt := buildCLI(t)
 	for _, tc := range []struct {
 		name  string
+		mode  string // misbehave's mode; "" for bench
 		bench string
 		extra []string
 		wl    []string
@@ -184,17 +220,17 @@ func TestRefineErrors(t *testing.T) {
 		want  string
 	}{
 		{name: "no such command", bench: "no-such-benchmark-xyz --x", code: exitUsage, want: "no-such-benchmark-xyz"},
-		{name: "fails", bench: `sh -c "echo boom >&2; exit 3"`, extra: []string{"--adapter", "jsonl"}, code: exitFailure, want: "boom"},
-		{name: "unparsable", bench: `echo this is not json`, extra: []string{"--adapter", "jsonl"}, code: exitFailure, want: "line 1"},
-		{name: "hangs", bench: `sleep 60`, extra: []string{"--adapter", "jsonl", "--timeout", "1s"}, code: exitFailure, want: "timed out"},
-		{name: "target exits", bench: "", extra: []string{"--adapter", "jsonl"}, wl: []string{"--duration", "4"}, code: exitFailure, want: "exited"},
+		{name: "fails", mode: "fail", code: exitFailure, want: "exit status 3: boom"},
+		{name: "unparsable", mode: "garbage", code: exitFailure, want: "jsonl output line 1"},
+		{name: "hangs", mode: "hang", extra: []string{"--timeout", "2s"}, code: exitFailure, want: "timed out"},
+		{name: "target exits", mode: "ok", wl: []string{"--duration", "12"}, code: exitFailure, want: "exited"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := startDemo(t, tc.wl...)
 			before := w.views(t)
 			bench := tc.bench
-			if bench == "" {
-				bench = demoBench(t, w.stats, 0.5)
+			if tc.mode != "" {
+				bench = misbehave(t, w.stats, tc.mode)
 			}
 			out := filepath.Join(t.TempDir(), "out")
 			args := append([]string{"refine", writeProfile(t), "--pid", strconv.Itoa(w.cmd.Process.Pid), "--bench", bench, "--out", out, "--background", "1"}, shortRun...)
@@ -208,23 +244,38 @@ func TestRefineErrors(t *testing.T) {
 			}
 			lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
 			last := lines[len(lines)-1]
+			if code == exitUsage {
+				last = lines[len(lines)-2]
+			}
 			t.Logf("exit %d: %s", code, last)
 			if code != tc.code || !strings.Contains(last, tc.want) || !strings.HasPrefix(last, "temper-train: ") {
-				t.Errorf("exit %d, last line %q; want exit %d and %q\n%s", code, last, tc.code, tc.want, stderr.String())
+				t.Errorf("exit %d, error line %q; want exit %d and %q\n%s", code, last, tc.code, tc.want, stderr.String())
 			}
 			if tc.code == exitUsage {
+				if _, err := os.Stat(out); err == nil {
+					t.Errorf("a usage error left %s", out)
+				}
 				return
 			}
-			if tc.name == "target exits" {
-				if w.cmd.Wait(); true {
-					before = nil
+			l, err := ledger.Read(filepath.Join(out, "ledger.jsonl"))
+			if err != nil {
+				t.Fatalf("ledger: %v", err)
+			}
+			failed := 0
+			for _, e := range l.Ends {
+				if e.Error != "" {
+					failed++
 				}
 			}
-			if before != nil {
-				checkClean(t, w, before, filepath.Join(out, "ledger.jsonl"))
-			} else if _, err := ledger.Read(filepath.Join(out, "ledger.jsonl")); err != nil {
-				t.Errorf("ledger: %v", err)
+			if failed != 1 || len(l.Open()) != 0 || len(l.Done()) < 9 {
+				t.Errorf("ledger: %d failed trials, %d open, %d done", failed, len(l.Open()), len(l.Done()))
 			}
+			if tc.name == "target exits" {
+				w.cmd.Wait()
+				checkSpinners(t, l)
+				return
+			}
+			checkClean(t, w, before, filepath.Join(out, "ledger.jsonl"))
 		})
 	}
 }
@@ -242,7 +293,7 @@ func TestRefineResumeAfterSIGKILL(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	marks := filepath.Join(t.TempDir(), "marks")
 	bench := fmt.Sprintf(`sh -c "echo x >> %s; exec %s"`, marks, demoBench(t, w.stats, 0.4))
-	args := append([]string{"refine", prof, "--pid", strconv.Itoa(w.cmd.Process.Pid), "--bench", bench, "--adapter", "jsonl",
+	args := append([]string{"refine", prof, "--pid", strconv.Itoa(w.cmd.Process.Pid), "--bench", bench,
 		"--out", out, "--background", "1", "--max-trials", "40", "--seed", "5"}, shortRun...)
 	cmd := exec.Command(tt, args...)
 	var log1 strings.Builder

@@ -42,7 +42,7 @@ end. Refine's flags (--metric, --guard, --ladder, --max-time, ...) apply to the
 refine stage; see 'temper-train refine --help'.`,
 		Example: `  # the built-in demo workload with its latency benchmark, about two minutes
   temper-train train --id demo-workload --out bin/train --max-time 90s \
-      --bench 'scripts/demo-bench.sh /tmp/wl.stats 1' -- bin/workload --stats /tmp/wl.stats --dir bin
+      --bench 'scripts/demo-bench.sh /tmp/wl.stats 1' --adapter jsonl -- bin/workload --stats /tmp/wl.stats --dir bin
 
   # Redis, started for the run, under redis-benchmark at 0 and 2 spinners
   temper-train train --id redis --ladder 0,2 --max-time 20m \
