@@ -423,7 +423,7 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 		}
 		raw, _ := json.Marshal(cfg)
 		h := ledger.Header{Start: time.Now().UTC(), Profile: profilePath, ProfileHash: profHash, ProfileCommit: gitCommitOf(profilePath),
-			Machine: machine, Backend: backend.Name(), Tools: toolVersions(argv[0]), Command: os.Args, Bench: argv,
+			Machine: machine, Backend: backend.Name(), Tools: toolVersions(argv[0], adapter.Name()), Command: os.Args, Bench: argv,
 			Adapter: adapter.Name(), Target: tgt.Description, Seed: cfg.Seed, Config: raw}
 		if lw, err = ledger.Create(path, h); err != nil {
 			return nil, err
@@ -625,16 +625,28 @@ func gitCommitOf(path string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// toolVersions records temper-train's, Go's and the benchmark's versions.
-func toolVersions(benchTool string) map[string]string {
+// toolVersions records temper-train's, Go's and the benchmark's versions:
+// a known load tool's --version line, or for a jsonl benchmark (a script
+// that must not be run outside a trial) the sha256 of its file.
+func toolVersions(benchTool string, adapter string) map[string]string {
 	v := map[string]string{"temper-train": version, "go": runtime.Version()}
+	name := filepath.Base(benchTool)
+	if adapter == "jsonl" {
+		if path, err := exec.LookPath(benchTool); err == nil {
+			if b, err := os.ReadFile(path); err == nil {
+				sum := sha256.Sum256(b)
+				v[name] = "sha256:" + hex.EncodeToString(sum[:])
+			}
+		}
+		return v
+	}
 	for _, flag := range []string{"--version", "-v", "-V"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		out, err := exec.CommandContext(ctx, benchTool, flag).CombinedOutput()
 		cancel()
 		line, _, _ := bytes.Cut(bytes.TrimSpace(out), []byte("\n"))
 		if err == nil && len(line) > 0 && len(line) < 200 {
-			v[filepath.Base(benchTool)] = string(line)
+			v[name] = string(line)
 			break
 		}
 	}
