@@ -18,6 +18,11 @@ declare -A need=(
 	[protoc]=protobuf-compiler # make generate only, and a check in tests
 	[redis-server]=redis-server    # real-server tests of observe and analyze
 	[redis-benchmark]=redis-tools  # ... and their load generator
+	[memcached]=memcached          # refine/bench: the memaslap adapter's real-server test
+	[memcaslap]=libmemcached-tools # ... Debian's memaslap
+	[pgbench]=postgresql-client-15 # refine/bench: the pgbench adapter's real-server test
+	[sysbench]=sysbench            # refine/bench: the sysbench adapter
+	[wrk]=wrk                      # refine/bench: the wrk adapter
 	[perf]=linux-perf              # make bench: the perf sched record anchor
 	[qemu-system-x86_64]=qemu-system-x86 # make vmtest: the sched_ext kernel's VM
 	[cpio]=cpio                    # make vmtest: its initramfs
@@ -28,6 +33,11 @@ for cmd in "${!need[@]}"; do
 	command -v "$cmd" >/dev/null || missing+=("${need[$cmd]}")
 done
 # make vmtest's initramfs needs a statically linked busybox.
+# refine/bench's pgbench test runs a PostgreSQL server; Debian keeps its
+# programs off PATH, in /usr/lib/postgresql/VERSION/bin.
+if ! compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; then
+	missing+=(postgresql)
+fi
 if ! { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; }; then
 	missing+=(busybox-static)
 fi

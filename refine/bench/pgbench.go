@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -157,10 +158,16 @@ func (p pgbench) readLog(path string, lat []float64) ([]float64, error) {
 		return nil, fmt.Errorf("pgbench log: %w", err)
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
+	return p.parseLog(filepath.Base(path), f, lat)
+}
+
+// parseLog appends the latencies (ms) of the completed transactions in one
+// log to lat.
+func (p pgbench) parseLog(name string, r io.Reader, lat []float64) ([]float64, error) {
+	sc := bufio.NewScanner(r)
 	n := 0
 	perr := func(text, format string, args ...any) error {
-		return &ParseError{Tool: p.Name(), File: filepath.Base(path), Line: n, Text: text, Msg: fmt.Sprintf(format, args...)}
+		return &ParseError{Tool: p.Name(), File: name, Line: n, Text: text, Msg: fmt.Sprintf(format, args...)}
 	}
 	for sc.Scan() {
 		n++
@@ -184,6 +191,7 @@ func (p pgbench) readLog(path string, lat []float64) ([]float64, error) {
 		lat = append(lat, float64(us)/1000)
 	}
 	if err := sc.Err(); err != nil {
+		n++
 		return nil, perr("", "%v", err)
 	}
 	return lat, nil

@@ -1,0 +1,181 @@
+package background
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"temper.codes/temper-train/internal/procfs"
+)
+
+// Reap kills the spinners a crashed run left behind and removes its empty
+// cgroups. A pid is killed only if it is still a spinner — its command line
+// is a spinner's and it sits in a spinner cgroup — and the run that started
+// it is gone (the cgroup's name records the owner's pid and start time). Any
+// other pid is left alone: it exited and was reused, or belongs to a live
+// run. Reap then removes every empty spinner cgroup whose owner is gone.
+func Reap(pids []int) error {
+	fsys := procfs.New("/proc")
+	h, err := findHierarchy()
+	if err != nil {
+		return err
+	}
+	// The tasks of a dead run's spinner cgroups are candidates too: a pid
+	// the ledger did not get (the run died while starting spinners).
+	leftovers, errs := deadRunTasks(h)
+	var killed []int
+	for _, pid := range append(slices.Clone(pids), leftovers...) {
+		if slices.Contains(killed, pid) {
+			continue
+		}
+		ok, err := isOrphanSpinner(fsys, pid)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("background: killing spinner %d: %w", pid, err))
+			continue
+		}
+		killed = append(killed, pid)
+	}
+	for _, pid := range killed {
+		if err := waitGone(fsys, pid); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(append(errs, sweep(fsys, h))...)
+}
+
+// isOrphanSpinner reports whether pid is a spinner whose owner is gone.
+func isOrphanSpinner(fsys procfs.FS, pid int) (bool, error) {
+	if pid <= 0 {
+		return false, nil
+	}
+	cmdline, err := fsys.Cmdline(pid)
+	if procfs.IsGone(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("background: %w", err)
+	}
+	if !slices.Equal(cmdline.Args(), []string{spinnerName, "-c", spinScript}) {
+		return false, nil
+	}
+	cg, err := fsys.Cgroup(pid)
+	if procfs.IsGone(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("background: %w", err)
+	}
+	ownerPid, ownerStart, ok := parseCgroupName(filepath.Base(cg.CPU()))
+	if !ok {
+		return false, nil
+	}
+	return !alive(fsys, ownerPid, ownerStart), nil
+}
+
+// parseCgroupName parses temper-bg.PID.START.SEQ.
+func parseCgroupName(name string) (pid int, start uint64, ok bool) {
+	rest, ok := strings.CutPrefix(name, cgroupPrefix)
+	if !ok {
+		return 0, 0, false
+	}
+	f := strings.Split(rest, ".")
+	if len(f) != 3 {
+		return 0, 0, false
+	}
+	pid, err1 := strconv.Atoi(f[0])
+	start, err2 := strconv.ParseUint(f[1], 10, 64)
+	_, err3 := strconv.ParseUint(f[2], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || pid <= 0 {
+		return 0, 0, false
+	}
+	return pid, start, true
+}
+
+// alive reports whether the process pid that started at start still runs.
+func alive(fsys procfs.FS, pid int, start uint64) bool {
+	st, err := fsys.Stat(pid)
+	return err == nil && st.StartTime == start && !st.Exited()
+}
+
+// waitGone waits until a killed process has exited.
+func waitGone(fsys procfs.FS, pid int) error {
+	for range 500 {
+		st, err := fsys.Stat(pid)
+		if procfs.IsGone(err) || (err == nil && st.Exited()) {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("background: spinner %d still runs 5s after SIGKILL", pid)
+}
+
+// deadRunTasks lists the tasks in the spinner cgroups of runs that are gone.
+func deadRunTasks(h hierarchy) ([]int, []error) {
+	fsys := procfs.New("/proc")
+	entries, err := os.ReadDir(h.root)
+	if err != nil {
+		return nil, []error{fmt.Errorf("background: %w", err)}
+	}
+	var pids []int
+	var errs []error
+	for _, e := range entries {
+		pid, start, ok := parseCgroupName(e.Name())
+		if !ok || !e.IsDir() || alive(fsys, pid, start) {
+			continue
+		}
+		procs, err := os.ReadFile(filepath.Join(h.root, e.Name(), "cgroup.procs"))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("background: %w", err))
+			continue
+		}
+		for _, f := range strings.Fields(string(procs)) {
+			if p, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, p)
+			}
+		}
+	}
+	return pids, errs
+}
+
+// sweep removes the spinner cgroups of runs that are gone. One that still
+// holds a task (not a spinner: Reap has killed those) is left and reported.
+func sweep(fsys procfs.FS, h hierarchy) error {
+	entries, err := os.ReadDir(h.root)
+	if err != nil {
+		return fmt.Errorf("background: %w", err)
+	}
+	var errs []error
+	for _, e := range entries {
+		pid, start, ok := parseCgroupName(e.Name())
+		if !ok || !e.IsDir() || alive(fsys, pid, start) {
+			continue
+		}
+		dir := filepath.Join(h.root, e.Name())
+		procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("background: %w", err))
+			continue
+		}
+		if len(strings.TrimSpace(string(procs))) > 0 {
+			errs = append(errs, fmt.Errorf("background: cgroup %s of a dead run still holds pids %s, which are not spinners: left alone", dir, strings.Join(strings.Fields(string(procs)), ",")))
+			continue
+		}
+		if err := removeCgroup(dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
