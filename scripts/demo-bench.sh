@@ -13,6 +13,15 @@ secs=${2:-2}
 before=$(cat "$stats")
 sleep "$secs"
 after=$(cat "$stats")
+# The workload rewrites the file every 100 ms from a thread that a loaded
+# machine may hold back: wait (up to 5 s) for a snapshot newer than the first;
+# the window is measured between the snapshots' own timestamps.
+tries=0
+while [ "$(printf '%s\n' "$after" | head -n 1)" = "$(printf '%s\n' "$before" | head -n 1)" ] && [ "$tries" -lt 100 ]; do
+	sleep 0.05
+	after=$(cat "$stats")
+	tries=$((tries + 1))
+done
 printf '%s\n--\n%s\n' "$before" "$after" | awk '
 function lo(b,   o) { if (b < 8) return b; o = int(b / 8) + 2; return (2 ^ o) * (1 + (b % 8) / 8) }
 $1 == "--" { second = 1; next }
