@@ -183,8 +183,9 @@ func TestRefineDemo(t *testing.T) {
 
 // misbehave writes a benchmark that measures the demo workload for its
 // first five runs (calibration's four and one more, so that a profile is in
-// force) and then does what mode says.
-func misbehave(t *testing.T, stats, mode string) string {
+// force) and then does what mode says: fail, print garbage, hang, or kill
+// the target (pid) mid-run.
+func misbehave(t *testing.T, stats, mode string, pid int) string {
 	t.Helper()
 	dir := t.TempDir()
 	script := filepath.Join(dir, "bench.sh")
@@ -196,9 +197,9 @@ case %[3]s in
 fail) echo boom >&2; exit 3 ;;
 garbage) echo this is not json ;;
 hang) sleep 60 ;;
-*) exec %[2]s ;;
+kill) kill %[4]d; exec %[2]s ;;
 esac
-`, dir, demoBench(t, stats, 0.3), mode)
+`, dir, demoBench(t, stats, 0.3), mode, pid)
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,6 @@ func TestRefineErrors(t *testing.T) {
 		mode  string // misbehave's mode; "" for bench
 		bench string
 		extra []string
-		wl    []string
 		code  int
 		want  string
 	}{
@@ -224,14 +224,14 @@ func TestRefineErrors(t *testing.T) {
 		{name: "fails", mode: "fail", code: exitFailure, want: "exit status 3: boom"},
 		{name: "unparsable", mode: "garbage", code: exitFailure, want: "jsonl output line 1"},
 		{name: "hangs", mode: "hang", extra: []string{"--timeout", "2s"}, code: exitFailure, want: "timed out"},
-		{name: "target exits", mode: "ok", wl: []string{"--duration", "6"}, code: exitFailure, want: "exited"},
+		{name: "target exits", mode: "kill", code: exitFailure, want: "exited"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := startDemo(t, tc.wl...)
+			w := startDemo(t)
 			before := w.views(t)
 			bench := tc.bench
 			if tc.mode != "" {
-				bench = misbehave(t, w.stats, tc.mode)
+				bench = misbehave(t, w.stats, tc.mode, w.cmd.Process.Pid)
 			}
 			out := filepath.Join(t.TempDir(), "out")
 			args := append([]string{"refine", writeProfile(t), "--pid", strconv.Itoa(w.cmd.Process.Pid), "--bench", bench, "--out", out, "--background", "1"}, shortRun...)
