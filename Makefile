@@ -34,17 +34,23 @@ setup:
 
 DEMO := bin/demo
 
-DEMO_TIME ?= 90s
+DEMO_TIME ?= 2m
 
+# The demo's benchmark reads the workload's own request-latency histogram
+# (scripts/demo-bench.sh); one CPU spinner in a BestEffort cgroup stands for
+# a neighbour. On a noisy machine refine refuses with the numbers rather
+# than guess; the report is written either way.
 demo: setup build
 	@[ "$$(id -u)" -eq 0 ] || { echo "make demo traces with BPF and needs root: sudo make demo" >&2; exit 1; }
 	gcc -O2 -Wall -pthread -o bin/workload testdata/workload/workload.c
-	rm -rf $(DEMO)
+	rm -rf $(DEMO) $(DEMO).stats
 	$(BIN) train --id demo-workload --out $(DEMO) --duration 5s --backend cfs \
-		--bench 'scripts/demo-bench.sh $(DEMO).stats 1' --adapter jsonl --metric p99_ms --max-time $(DEMO_TIME) --warmup 500ms \
-		-- bin/workload --dir bin --stats $(DEMO).stats
+		--bench 'scripts/demo-bench.sh $(DEMO).stats 1' --adapter jsonl --metric p50_ms --min-effect 20% \
+		--background 1 --max-time $(DEMO_TIME) --warmup 500ms \
+		-- bin/workload --dir bin --stats $(DEMO).stats \
+		|| { [ -f $(DEMO)/refine/REPORT.md ] && echo "refine stopped early (the error above); $(DEMO)/refine/REPORT.md says what it measured"; }
 	$(BIN) lint $(DEMO)/profiles/demo-workload/*.toml
-	@echo "$(DEMO)/observe/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/analysis.json the analysis; $(DEMO)/profiles the synthesized profile; $(DEMO)/refine/REPORT.md the measurements, ledger.jsonl every trial"
+	@echo "$(DEMO)/observe/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/analysis.json the analysis; $(DEMO)/profiles the synthesized profile; $(DEMO)/refine/REPORT.md the measurements against stock CFS, ledger.jsonl every trial"
 
 test:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
