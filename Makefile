@@ -50,7 +50,7 @@ demo: setup build
 		-- bin/workload --dir bin --stats $(DEMO).stats \
 		|| { [ -f $(DEMO)/refine/REPORT.md ] && echo "refine stopped early (the error above); $(DEMO)/refine/REPORT.md says what it measured"; }
 	$(BIN) lint $(DEMO)/profiles/demo-workload/*.toml
-	@echo "$(DEMO)/observe/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/analysis.json the analysis; $(DEMO)/profiles the synthesized profile; $(DEMO)/refine/REPORT.md the measurements against stock CFS, ledger.jsonl every trial"
+	@echo "$(DEMO)/observe/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/analysis.json, wake-graph.dot (and .svg) and plots/ hold the analysis; $(DEMO)/profiles the synthesized profile; $(DEMO)/refine/REPORT.md the measurements against stock CFS, ledger.jsonl every trial"
 
 test:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

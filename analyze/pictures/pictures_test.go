@@ -3,8 +3,8 @@ package pictures
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"image/color"
 	"image/png"

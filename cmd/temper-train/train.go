@@ -32,7 +32,7 @@ func newTrainCmd() *cobra.Command {
 		Long: `Train runs the four stages on one live workload:
 
   observe     trace it for --duration            → DIR/observe/trace.pftrace, snapshot.json
-  analyze     its thread groups and classes      → DIR/analysis.json, wake-graph.dot
+  analyze     its thread groups and classes      → DIR/analysis.json, wake-graph.dot, plots/
   synthesize  a profile for this machine          → DIR/profiles/ID/SHAPE.toml
   refine      measure it against stock CFS with --bench, keep only what helps
               → DIR/refine/ledger.jsonl, REPORT.md, DIR/refine/ID/SHAPE.toml
@@ -116,7 +116,7 @@ func runTrain(cmd *cobra.Command, f trainFlags, command []string) error {
 	}
 	analysis := filepath.Join(dir, "analysis.json")
 	if err := stage("analyze", "analyze", "--snapshot", filepath.Join(obs, "snapshot.json"), "--json", analysis,
-		"--dot", filepath.Join(dir, "wake-graph.dot"), filepath.Join(obs, "trace.pftrace")); err != nil {
+		"--dot", filepath.Join(dir, "wake-graph.dot"), "--plot", filepath.Join(dir, "plots"), filepath.Join(obs, "trace.pftrace")); err != nil {
 		return err
 	}
 	profDir := filepath.Join(dir, "profiles")

@@ -240,3 +240,26 @@ func TestBadReportWritesNothing(t *testing.T) {
 		t.Errorf("writing into a file: error %v", err)
 	}
 }
+
+// A run stopped early (no ladder, no steps) still gets a whole report.
+func TestMinimalReport(t *testing.T) {
+	dir := t.TempDir()
+	r := Report{Rule: stats.Rule{Metric: "throughput", Alpha: 0.05, MinEffect: 0.05, Dir: +1}, Notes: []string{"stopped: calibration found the benchmark too noisy"}}
+	if err := Write(dir, r); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"**Nothing kept**", "throughput (higher is better)", "too noisy", "## Caveats"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("minimal report lacks %q:\n%s", want, md)
+		}
+	}
+	for _, name := range []string{StepPlot + ".svg", LadderPlot + ".png"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -56,31 +56,51 @@ func (r Report) check() error {
 	return nil
 }
 
-// Figures returns the pictures Write writes, by file name.
+// Figures returns the pictures Write writes, by file name: the primary
+// metric's medians per decision (reference arm and candidate) and per
+// background level (every arm), each with its interval as an error bar.
+// Arms at the same level are drawn slightly apart so their bars do not
+// hide each other.
 func (r Report) Figures() []chart.Named {
 	m := r.Rule.Metric
 	y := chart.Axis{Label: m + " (median of trials, " + better(r.Rule.Dir) + " is better)"}
+	const apart = 0.06
 	var base, cand []chart.Point
+	var baseBars, candBars bars
 	for i, s := range r.Steps {
+		x := float64(i + 1)
 		if finite(s.Base.Center) && finite(s.Cand.Center) {
-			base = append(base, chart.Point{X: float64(i + 1), Y: s.Base.Center})
-			cand = append(cand, chart.Point{X: float64(i + 1), Y: s.Cand.Center})
+			base = append(base, chart.Point{X: x - apart, Y: s.Base.Center})
+			cand = append(cand, chart.Point{X: x + apart, Y: s.Cand.Center})
+			baseBars.add(x-apart, s.Base)
+			candBars.add(x+apart, s.Cand)
 		}
 	}
-	steps := chart.Lines(m+" per step", chart.Axis{Label: "decision (in order)"}, y,
+	steps := chart.Lines(m+" per step (bars: "+r.confidence()+" intervals)", chart.Axis{Label: "decision (in order)"}, y,
 		chart.Series{Label: "reference arm", Points: base, Marks: true},
 		chart.Series{Label: "candidate", Points: cand, Marks: true})
+	addBars(steps, 0, &baseBars)
+	addBars(steps, 1, &candBars)
+
 	var series []chart.Series
+	var arms []bars
 	for a, arm := range r.Arms {
 		s := chart.Series{Label: arm.Name, Marks: true}
+		var b bars
+		dx := apart * (float64(a) - float64(len(r.Arms)-1)/2)
 		for _, l := range r.Ladder {
 			if v, ok := l.Cells[a].Values[m]; ok && l.Cells[a].N > 0 && finite(v.Center) {
-				s.Points = append(s.Points, chart.Point{X: float64(l.Bg), Y: v.Center})
+				s.Points = append(s.Points, chart.Point{X: float64(l.Bg) + dx, Y: v.Center})
+				b.add(float64(l.Bg)+dx, v)
 			}
 		}
 		series = append(series, s)
+		arms = append(arms, b)
 	}
-	ladder := chart.Lines(m+" per background level", chart.Axis{Label: "background CPU spinners"}, y, series...)
+	ladder := chart.Lines(m+" per background level (bars: "+r.confidence()+" intervals)", chart.Axis{Label: "background CPU spinners"}, y, series...)
+	for a := range arms {
+		addBars(ladder, a, &arms[a])
+	}
 	return []chart.Named{{Name: StepPlot, Figure: steps}, {Name: LadderPlot, Figure: ladder}}
 }
 
@@ -345,7 +365,10 @@ func procedure(s stats.Sim) string {
 	fmt.Fprintf(&b, "round of %d: ", max(s.K, 1))
 	if s.Screen > 0 {
 		fmt.Fprintf(&b, "screen n=%d", s.Screen)
-		if s.ScreenHolm {
+		switch {
+		case s.ScreenP > 0:
+			fmt.Fprintf(&b, " (p < %g)", s.ScreenP)
+		case s.ScreenHolm:
 			b.WriteString(" (Holm)")
 		}
 		b.WriteString(", ")

@@ -26,7 +26,10 @@ type Comparison struct {
 	Base, Cand Interval
 	// Shift is the Hodges–Lehmann estimate of cand − base (the median of
 	// all pairwise differences) with its distribution-free interval,
-	// inverted from the Mann–Whitney distribution.
+	// inverted from the Mann–Whitney distribution (Hollander & Wolfe): the
+	// k-th smallest and largest differences, k from the null distribution
+	// of U without ties (exact while both n ≤ 50, normal beyond). With
+	// ties in the data the interval's coverage is approximate.
 	Shift Interval
 	// Rel is the relative shift cand/base − 1: the Hodges–Lehmann estimate
 	// of the ratio (median of all pairwise ratios) with the interval from

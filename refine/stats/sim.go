@@ -24,11 +24,15 @@ type Sim struct {
 	Screen int // trials per arm in the screen; 0 skips the screen
 	// ScreenHolm holds the screen to Holm across the round as well.
 	ScreenHolm bool
-	Confirm    int     // trials per arm in the confirmation on fresh trials
-	CV         float64 // noise of one trial, e.g. 0.10
-	Effect     float64 // true relative improvement of candidate 0; 0 is A/A
-	Rounds     int     // simulated rounds
-	Seed       uint64  // same seed, same figures
+	// ScreenP, when > 0, makes the screen a lenient filter instead: a
+	// candidate passes when p < ScreenP and its shift points the better
+	// way (refine's "promising"), with no minimum effect.
+	ScreenP float64
+	Confirm int     // trials per arm in the confirmation on fresh trials
+	CV      float64 // noise of one trial, e.g. 0.10
+	Effect  float64 // true relative improvement of candidate 0; 0 is A/A
+	Rounds  int     // simulated rounds
+	Seed    uint64  // same seed, same figures
 }
 
 // SimResult holds the measured rates, each with its 95% Clopper–Pearson
@@ -85,7 +89,16 @@ func Simulate(s Sim) SimResult {
 				round[i] = Pair{Base: draw(n, 1), Cand: draw(n, scale(c))}
 			}
 			var ds []Decision
-			if stage == 0 && !s.ScreenHolm {
+			if stage == 0 && s.ScreenP > 0 {
+				for _, p := range round {
+					c := Compare(p.Base, p.Cand, 1-s.Rule.Alpha)
+					d := Decision{Comparison: c}
+					if c.P < s.ScreenP && dir*c.Rel.Center > 0 {
+						d.Verdict = Better
+					}
+					ds = append(ds, d)
+				}
+			} else if stage == 0 && !s.ScreenHolm {
 				for _, p := range round {
 					ds = append(ds, Decide(p.Base, p.Cand, s.Rule))
 				}
@@ -152,4 +165,39 @@ func Proportion(x, n int, confidence float64) Interval {
 		iv.Hi = distuv.Beta{Alpha: float64(x + 1), Beta: float64(n - x)}.Quantile(1 - a)
 	}
 	return iv
+}
+
+// TrialsFor is the smallest number of trials per arm, up to max, with which
+// one decision under r finds a true relative improvement of effect with
+// probability at least power, at noise cv (each n estimated from trials
+// simulated decisions with seed). ok is false when even max trials do not
+// suffice: then refine should say so with these numbers, or refuse.
+func TrialsFor(r Rule, cv, effect, power float64, max, trials int, seed uint64) (n int, ok bool) {
+	lo := NeedN(r.Alpha) // below this no decision can be significant
+	if lo > max || Power(r, max, cv, effect, trials, seed) < power {
+		return max, false
+	}
+	hi := max // invariant: hi reaches the power
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if Power(r, mid, cv, effect, trials, seed) >= power {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return hi, true
+}
+
+// ErrorRates runs s three times — under A/A (Effect 0), at the rule's
+// minimum effect and at twice it — the set every refine report shows: the
+// false-accept rate, the power at the smallest effect worth keeping (about
+// α/2 by construction: the interval must clear it) and at a clear effect.
+func ErrorRates(s Sim) []SimResult {
+	var out []SimResult
+	for _, e := range []float64{0, s.Rule.MinEffect, 2 * s.Rule.MinEffect} {
+		s.Effect = e
+		out = append(out, Simulate(s))
+	}
+	return out
 }
