@@ -168,10 +168,8 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 			}
 		}
 		k = max(1, k/max(1, len(cfg.Ladder)))
-		for _, eff := range []float64{0, 2 * cfg.MinEffect} {
-			r.Rates = append(r.Rates, stats.Simulate(stats.Sim{Rule: r.Rule, K: k, Screen: cfg.ScreenN, Confirm: confirmN(l, cfg),
-				CV: worstCV, Effect: eff, Rounds: 400, Seed: h.Seed}))
-		}
+		r.Rates = stats.ErrorRates(stats.Sim{Rule: r.Rule, K: k, Screen: cfg.ScreenN, ScreenP: cfg.ScreenP, Confirm: confirmN(l, cfg),
+			CV: worstCV, Rounds: 400, Seed: h.Seed})
 	}
 	return r, nil
 }
