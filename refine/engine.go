@@ -317,7 +317,13 @@ func (e *engine) calibrate(ctx context.Context, stock Arm) error {
 		cal.Decision = d
 		e.res.Calibration = append(e.res.Calibration, cal)
 		cv := cal.CV[c.Metric]
-		e.env.Log("calibration bg=%d: %s CV %.1f%% over %d stock trials (%s)", bg, c.Metric, 100*cv, len(all), cvList(cal.CV))
+		shown := map[string]float64{c.Metric: cv}
+		for _, g := range c.Guards {
+			if v, ok := cal.CV[g.Metric]; ok {
+				shown[g.Metric] = v
+			}
+		}
+		e.env.Log("calibration bg=%d: %s CV %.1f%% over %d stock trials (%s)", bg, c.Metric, 100*cv, len(all), cvList(shown))
 		if cv > worst {
 			worst, worstBg = cv, bg
 		}

@@ -377,3 +377,47 @@ func TestRefineResumeAfterSIGKILL(t *testing.T) {
 		t.Errorf("another profile's ledger: %v\n%s", err, b)
 	}
 }
+
+// TestRefineInterrupt: Ctrl-C (SIGINT) mid-trial stops refine with a
+// one-line error that says how to resume, with the trial recorded as
+// failed, scheduling reverted and spinners gone.
+func TestRefineInterrupt(t *testing.T) {
+	needSchedPrivileges(t)
+	tt := buildCLI(t)
+	w := startDemo(t)
+	before := w.views(t)
+	out := filepath.Join(t.TempDir(), "out")
+	marks := filepath.Join(t.TempDir(), "marks")
+	bench := fmt.Sprintf(`sh -c "echo x >> %s; exec %s"`, marks, demoBench(t, w.stats, 0.5))
+	cmd := exec.Command(tt, append([]string{"refine", writeProfile(t), "--pid", strconv.Itoa(w.cmd.Process.Pid), "--bench", bench,
+		"--out", out, "--background", "1"}, shortRun...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(marks); strings.Count(string(b), "x") >= 6 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no 6th trial within 2 minutes\n%s", stderr.String())
+		}
+	}
+	time.Sleep(150 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	last := lines[len(lines)-1]
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitFailure || !strings.Contains(last, "interrupted") || !strings.Contains(last, "--resume") {
+		t.Errorf("exit %v, last line %q", err, last)
+	}
+	l, err := ledger.Read(filepath.Join(out, "ledger.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.End != nil || len(l.Open()) != 0 {
+		t.Errorf("ledger: end %v, %d open trials (the interrupted one must be recorded as failed)", l.End, len(l.Open()))
+	}
+	checkClean(t, w, before, filepath.Join(out, "ledger.jsonl"))
+}
