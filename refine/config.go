@@ -161,7 +161,8 @@ type Env struct {
 	// after every trial.
 	Log      func(format string, args ...any)
 	Progress func(Progress)
-	// Now and Sleep are the clock (tests may speed up warm-ups).
+	// Sleep waits out warm-ups (tests make it instant); nil: time.Sleep
+	// that a cancelled context cuts short.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 

@@ -360,13 +360,15 @@ func cvList(cv map[string]float64) string {
 	return strings.Join(parts, ", ")
 }
 
-// climb runs one round from incumbent: screen every candidate, confirm the
-// promising on fresh trials, Holm across the confirmed, accept the best.
+// roundState is a round with the arms its candidates were.
 type roundState struct {
 	Round
 	arms []Arm
 }
 
+// climb runs one round from incumbent: screen the candidates the budget
+// holds, confirm the promising on fresh trials, decide the confirmed
+// together (Holm), accept the one that gained most without harm anywhere.
 func (e *engine) climb(ctx context.Context, inc Arm, reserve int) (*roundState, error) {
 	c := &e.cfg
 	cands, rej, err := Candidates(inc.Profile, e.env.Lint)
