@@ -277,7 +277,13 @@ type refineRun struct {
 // Every path after the first change reverts.
 func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []string) (*refineRun, error) {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	note := func(msg string) { fmt.Fprintf(stderr, "note: %s\n", msg) }
+	noted := map[string]bool{}
+	note := func(msg string) { // each once: the backend repeats its notes at every apply
+		if !noted[msg] {
+			noted[msg] = true
+			fmt.Fprintf(stderr, "note: %s\n", msg)
+		}
+	}
 	switch {
 	case f.backend != backendAuto && f.backend != backendSchedExt && f.backend != backendCFS:
 		return nil, usageError{fmt.Errorf("--backend %q: want auto, sched_ext or cfs", f.backend)}
