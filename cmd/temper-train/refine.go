@@ -18,6 +18,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -277,8 +278,11 @@ type refineRun struct {
 // Every path after the first change reverts.
 func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []string) (*refineRun, error) {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	var notedMu sync.Mutex
 	noted := map[string]bool{}
 	note := func(msg string) { // each once: the backend repeats its notes at every apply
+		notedMu.Lock()
+		defer notedMu.Unlock()
 		if !noted[msg] {
 			noted[msg] = true
 			fmt.Fprintf(stderr, "note: %s\n", msg)
