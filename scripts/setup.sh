@@ -22,6 +22,7 @@ declare -A need=(
 	[memcaslap]=libmemcached-tools # ... Debian's memaslap
 	[pgbench]=postgresql-client-15 # refine/bench: the pgbench adapter's real-server test
 	[sysbench]=sysbench            # refine/bench: the sysbench adapter
+	[mariadbd]=mariadb-server      # ... and its real-server test
 	[wrk]=wrk                      # refine/bench: the wrk adapter
 	[perf]=linux-perf              # make bench: the perf sched record anchor
 	[qemu-system-x86_64]=qemu-system-x86 # make vmtest: the sched_ext kernel's VM

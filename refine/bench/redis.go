@@ -53,7 +53,6 @@ func (r redisBenchmark) Parse(t Trial) (Result, error) {
 	}
 	lines := splitLines(t.Stdout)
 	rd := csv.NewReader(bytes.NewReader(t.Stdout))
-	rd.ReuseRecord = false
 	textOf := func(n int) string {
 		if n >= 1 && n <= len(lines) {
 			return lines[n-1].text

@@ -133,10 +133,17 @@ func (w wrk) Parse(t Trial) (Result, error) {
 // wrkDuration parses wrk's durations ("812.00us", "1.80ms", "2.01s", "1.00m")
 // into milliseconds.
 func wrkDuration(s string) (float64, error) {
+	if num, ok := strings.CutSuffix(s, "us"); ok {
+		// Divided, not multiplied by 1e-3: 286.00us is 0.286, not 0.28600000000000003.
+		if v, ok := parseNumber(num); ok {
+			return v / 1000, nil
+		}
+		return 0, fmt.Errorf("%q is not a duration (us, ms, s, m, h)", s)
+	}
 	for _, u := range []struct {
 		suffix string
 		ms     float64
-	}{{"us", 1e-3}, {"ms", 1}, {"s", 1e3}, {"m", 60e3}, {"h", 3600e3}} {
+	}{{"ms", 1}, {"s", 1e3}, {"m", 60e3}, {"h", 3600e3}} {
 		if num, ok := strings.CutSuffix(s, u.suffix); ok {
 			if v, ok := parseNumber(num); ok {
 				return v * u.ms, nil
