@@ -75,22 +75,70 @@ type Applied interface {
 	Revert() error
 }
 
-// GroupStats are one thread group's counters. Fields a backend cannot
-// measure stay zero and are named in Missing.
+// Unmatched names, in Stats, the last entry: the target's threads no
+// group matched (sched_ext's default layer, whose counters also hold every
+// thread outside the target). The parentheses keep it apart from any
+// group's name.
+const Unmatched = "(unmatched)"
+
+// Counter names one of GroupStats' counters.
+type Counter string
+
+// The counters of GroupStats.
+const (
+	Runtime     Counter = "runtime"
+	Wait        Counter = "wait"
+	Dispatches  Counter = "dispatches"
+	Preemptions Counter = "preemptions"
+	SiblingBusy Counter = "sibling_busy"
+)
+
+// Unmeasured is a counter a backend cannot measure, and why.
+type Unmeasured struct {
+	Counter Counter
+	Why     string
+}
+
+func (u Unmeasured) String() string { return string(u.Counter) + ": " + u.Why }
+
+// GroupStats are one thread group's counters since Apply. A counter a
+// backend cannot measure stays zero and is named in Missing: a zero
+// counter not named there is a measurement.
 type GroupStats struct {
-	Group       string
-	Treatment   profiles.Treatment
-	Threads     int    // threads assigned now
-	RuntimeNs   uint64 // CPU time of the group's threads
-	Dispatches  uint64
+	Group     string
+	Treatment profiles.Treatment
+	Threads   int    // threads assigned now
+	RuntimeNs uint64 // CPU time of the group's threads
+	// WaitNs is the time the group's threads spent runnable, waiting for
+	// a CPU.
+	WaitNs uint64
+	// Dispatches counts the times the group's threads were put in a queue
+	// to run (sched_ext's dispatch queues).
+	Dispatches uint64
+	// Preemptions counts the times a thread of the group lost its CPU
+	// while it could still run.
 	Preemptions uint64
 	// SiblingBusy counts the times an exclusive thread ran while its SMT
 	// sibling was running something else.
 	SiblingBusy uint64
-	Missing     []string
+	Missing     []Unmeasured
+	// Notes say what the backend did not apply of the group's treatment,
+	// or how it measured a counter, one line each.
+	Notes []string
 	// At is when the counters were read: the difference of two readings
 	// over the difference of their At is a rate.
 	At time.Time
+}
+
+// Measures reports whether c is a measurement for this group (not named in
+// Missing).
+func (s GroupStats) Measures(c Counter) bool {
+	for _, m := range s.Missing {
+		if m.Counter == c {
+			return false
+		}
+	}
+	return true
 }
 
 // Allocation says which CPUs each exclusive group owns and which are left.

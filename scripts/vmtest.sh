@@ -81,6 +81,7 @@ expected=(
 	go/TestVMKfuncWorkaround
 	go/TestVMYieldNotStarved
 	go/TestVMContextCancelDetaches
+	go/TestVMContract
 	e2e/unknown-matcher
 	e2e/apply-enabled
 	e2e/layers

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +17,6 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
-	"temper.codes/temper-train/internal/atomicfile"
 	"temper.codes/temper-train/observe/snapshot"
 	"temper.codes/temper-train/observe/target"
 	"temper.codes/temper-train/profiles"
@@ -202,8 +200,8 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 		errs = append(errs, fmt.Errorf("stats: %w", sum.StatsErr))
 	}
 	if f.statsJSON != "" && sum.StatsErr == nil {
-		if err := writeApplyStatsJSON(f.statsJSON, prof, backend.Name(), tgt.Description, reason, sum.Elapsed, sum.Stats, plan.Classifier, sum.Threads); err != nil {
-			errs = append(errs, err)
+		if err := scheduler.NewReport(plan, backend.Name(), tgt.Description, reason, sum).Write(f.statsJSON); err != nil {
+			errs = append(errs, fmt.Errorf("--stats-json: %w", err))
 		}
 	}
 
@@ -329,25 +327,34 @@ func printApplyStats(w io.Writer, stats []scheduler.GroupStats, elapsed time.Dur
 		groups []string
 	}
 	var notes []note
+	add := func(text, group string) {
+		i := slices.IndexFunc(notes, func(n note) bool { return n.text == text })
+		if i < 0 {
+			notes = append(notes, note{text: text})
+			i = len(notes) - 1
+		}
+		notes[i].groups = append(notes[i].groups, group)
+	}
 	for _, s := range stats {
-		sibling := fmt.Sprint(s.SiblingBusy)
+		for _, n := range s.Notes {
+			add(n, s.Group)
+		}
 		for _, m := range s.Missing {
-			if strings.HasPrefix(m, "sibling_busy") {
-				sibling = "-"
+			add(m.String(), s.Group)
+		}
+		count := func(c scheduler.Counter, v uint64) string {
+			if !s.Measures(c) {
+				return "-"
 			}
-			i := slices.IndexFunc(notes, func(n note) bool { return n.text == m })
-			if i < 0 {
-				notes = append(notes, note{text: m})
-				i = len(notes) - 1
-			}
-			notes[i].groups = append(notes[i].groups, s.Group)
+			return fmt.Sprint(v)
 		}
 		cpus := 0.0
 		if elapsed > 0 {
 			cpus = float64(s.RuntimeNs) / float64(elapsed.Nanoseconds())
 		}
 		t.Append(s.Group, string(s.Treatment), fmt.Sprint(s.Threads), fmt.Sprintf("%.2f", float64(s.RuntimeNs)/1e9),
-			fmt.Sprintf("%.2f", cpus), fmt.Sprint(s.Dispatches), fmt.Sprint(s.Preemptions), sibling)
+			fmt.Sprintf("%.2f", cpus), count(scheduler.Dispatches, s.Dispatches), count(scheduler.Preemptions, s.Preemptions),
+			count(scheduler.SiblingBusy, s.SiblingBusy))
 	}
 	t.Render()
 	for _, n := range notes {
@@ -357,73 +364,6 @@ func printApplyStats(w io.Writer, stats []scheduler.GroupStats, elapsed time.Dur
 		}
 		fmt.Fprintf(w, "  %s: %s\n", who, n.text)
 	}
-}
-
-// ApplyStatsVersion is the version of the --stats-json schema.
-const ApplyStatsVersion = 1
-
-// applyStatsJSON is what --stats-json writes (docs/scheduler.md documents
-// it): the closing per-group stats and the group of each thread of the
-// target when apply stopped.
-type applyStatsJSON struct {
-	Version    int               `json:"version"`
-	Profile    string            `json:"profile"`
-	Backend    string            `json:"backend"`
-	Target     string            `json:"target"`
-	StopReason string            `json:"stop_reason"`
-	ElapsedNs  int64             `json:"elapsed_ns"`
-	Groups     []applyGroupJSON  `json:"groups"`
-	Threads    []applyThreadJSON `json:"threads"`
-}
-
-type applyGroupJSON struct {
-	Name        string   `json:"name"`
-	Treatment   string   `json:"treatment"`
-	Threads     int      `json:"threads"`
-	RuntimeNs   uint64   `json:"runtime_ns"`
-	Dispatches  uint64   `json:"dispatches"`
-	Preemptions uint64   `json:"preemptions"`
-	SiblingBusy uint64   `json:"sibling_busy"`
-	Missing     []string `json:"missing"`
-}
-
-type applyThreadJSON struct {
-	Tid   int    `json:"tid"`
-	Tgid  int    `json:"tgid"`
-	Comm  string `json:"comm"`
-	Group string `json:"group"` // the group's name; "" when no group matched
-	Index int    `json:"group_index"`
-}
-
-// writeApplyStatsJSON writes --stats-json atomically.
-func writeApplyStatsJSON(path string, p *profiles.Profile, backend, tgt, reason string, elapsed time.Duration,
-	stats []scheduler.GroupStats, cl *profiles.Classifier, threads []profiles.Thread) error {
-	out := applyStatsJSON{Version: ApplyStatsVersion, Profile: p.ID, Backend: backend, Target: tgt, StopReason: reason,
-		ElapsedNs: elapsed.Nanoseconds(), Groups: []applyGroupJSON{}, Threads: []applyThreadJSON{}}
-	for _, s := range stats {
-		missing := s.Missing
-		if missing == nil {
-			missing = []string{}
-		}
-		out.Groups = append(out.Groups, applyGroupJSON{Name: s.Group, Treatment: string(s.Treatment), Threads: s.Threads,
-			RuntimeNs: s.RuntimeNs, Dispatches: s.Dispatches, Preemptions: s.Preemptions, SiblingBusy: s.SiblingBusy, Missing: missing})
-	}
-	for _, th := range threads {
-		g := cl.Group(th)
-		name := ""
-		if g >= 0 {
-			name = p.ThreadGroups[g].Name
-		}
-		out.Threads = append(out.Threads, applyThreadJSON{Tid: th.Tid, Tgid: th.Tgid, Comm: th.Comm, Group: name, Index: g})
-	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return fmt.Errorf("--stats-json: %w", err)
-	}
-	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
-		_, err := w.Write(append(b, '\n'))
-		return err
-	})
 }
 
 // runRevert restores what killed applies left changed, from their state

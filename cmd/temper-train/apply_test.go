@@ -250,7 +250,7 @@ func TestApplyCommand(t *testing.T) {
 		t.Errorf("state file after a clean run: %v", err)
 	}
 
-	var stats applyStatsJSON
+	var stats scheduler.Report
 	b, err := os.ReadFile(statsPath)
 	must(t, err)
 	must(t, json.Unmarshal(b, &stats))

@@ -51,6 +51,7 @@ type thread struct {
 // counters are a thread's cumulative scheduling counters.
 type counters struct {
 	runtimeNs    uint64 // /proc/TID/schedstat field 1, or utime+stime
+	waitNs       uint64 // /proc/TID/schedstat field 2 (0 without it)
 	voluntary    uint64
 	nonvoluntary uint64
 }
@@ -62,11 +63,12 @@ func (c counters) sub(b counters) counters {
 		}
 		return x - y
 	}
-	return counters{d(c.runtimeNs, b.runtimeNs), d(c.voluntary, b.voluntary), d(c.nonvoluntary, b.nonvoluntary)}
+	return counters{d(c.runtimeNs, b.runtimeNs), d(c.waitNs, b.waitNs), d(c.voluntary, b.voluntary), d(c.nonvoluntary, b.nonvoluntary)}
 }
 
 func (c *counters) add(o counters) {
 	c.runtimeNs += o.runtimeNs
+	c.waitNs += o.waitNs
 	c.voluntary += o.voluntary
 	c.nonvoluntary += o.nonvoluntary
 }
@@ -78,13 +80,13 @@ const statsInterval = time.Second
 
 // Refresh lists the target's threads again: new threads are recorded and
 // treated, threads whose name changed into another group are put back and
-// treated anew, and threads that are gone are dropped. After Revert it does
-// nothing.
+// treated anew, and threads that are gone are dropped. After Revert it
+// changes nothing and returns an error wrapping scheduler.ErrReverted.
 func (a *applied) Refresh() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.reverted {
-		return nil
+		return fmt.Errorf("cfs: refresh: %w", scheduler.ErrReverted)
 	}
 	return a.refresh()
 }
@@ -135,7 +137,7 @@ func (a *applied) refresh() error {
 	var admitted []*thread
 	for _, pt := range fresh {
 		th, err := a.admit(pt)
-		if errors.Is(err, scheduler.ErrThreadGone) || errors.Is(err, errThreadExited) {
+		if errors.Is(err, scheduler.ErrThreadGone) {
 			continue
 		}
 		if err != nil {
@@ -149,7 +151,7 @@ func (a *applied) refresh() error {
 		// Put back what the old group changed; the new group's wishes are
 		// computed from the original.
 		if th.Changed.any() {
-			if err := restore(th.Tid, th.Original, th.Changed); err != nil && !errors.Is(err, errThreadExited) {
+			if err := restore(th.Tid, th.Original, th.Changed); err != nil && !errors.Is(err, scheduler.ErrThreadGone) {
 				return fmt.Errorf("cfs: thread %d (%s) moved to another group: %w", th.Tid, th.Comm, err)
 			}
 		}
@@ -169,7 +171,7 @@ func (a *applied) refresh() error {
 			continue
 		}
 		if err := change(th.Tid, th.Original, th.applied, th.Changed); err != nil {
-			if errors.Is(err, errThreadExited) {
+			if errors.Is(err, scheduler.ErrThreadGone) {
 				continue
 			}
 			return fmt.Errorf("cfs: group %q: thread %d (%s): %w", a.statName(th.group), th.Tid, th.Comm, err)
@@ -343,14 +345,14 @@ func restore(tid int, orig Settings, f Fields) error {
 	}
 	err := errors.Join(errs...)
 	if err != nil && allExited(errs) {
-		return errThreadExited
+		return scheduler.ErrThreadGone
 	}
 	return err
 }
 
 func allExited(errs []error) bool {
 	for _, e := range errs {
-		if e != nil && !errors.Is(e, errThreadExited) {
+		if e != nil && !errors.Is(e, scheduler.ErrThreadGone) {
 			return false
 		}
 	}
@@ -376,7 +378,7 @@ func (a *applied) statIndex(g int) int {
 // statName names group g as Stats does.
 func (a *applied) statName(g int) string {
 	if g < 0 {
-		return UnmatchedGroup
+		return scheduler.Unmatched
 	}
 	return a.groupName(g)
 }
@@ -388,15 +390,16 @@ func (a *applied) groupName(g int) string {
 	return a.plan.Profile.ThreadGroups[g].Name
 }
 
-// UnmatchedGroup names, in Stats, the threads no group matched.
-const UnmatchedGroup = "(unmatched)"
-
 // Stats returns each group's counters since its threads were first seen,
-// then the threads no group matched. Runtime is from /proc/TID/schedstat;
-// dispatches are context switches, preemptions involuntary ones.
+// then the threads no group matched. Runtime and wait are from
+// /proc/TID/schedstat; preemptions are involuntary context switches; CFS
+// has no dispatch queues and no SMT sibling counter.
 func (a *applied) Stats() ([]scheduler.GroupStats, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.reverted {
+		return nil, fmt.Errorf("cfs: stats: %w", scheduler.ErrReverted)
+	}
 	_, noSchedstat := os.Stat("/proc/self/schedstat")
 	now := time.Now()
 	n := len(a.groups) + 1
@@ -420,22 +423,23 @@ func (a *applied) Stats() ([]scheduler.GroupStats, error) {
 		if i < len(a.groups) {
 			g := a.plan.Profile.ThreadGroups[i]
 			s.Group, s.Treatment = g.Name, g.Treatment
-			s.Missing = append(s.Missing, a.groups[i].notes...)
+			s.Notes = append(s.Notes, a.groups[i].notes...)
 		} else {
-			s.Group, s.Treatment = UnmatchedGroup, profiles.Normal
+			s.Group, s.Treatment = scheduler.Unmatched, profiles.Normal
 		}
 		s.Threads, s.At = threads[i], now
 		s.RuntimeNs = sum[i].runtimeNs
-		s.Dispatches = sum[i].voluntary + sum[i].nonvoluntary
+		s.WaitNs = sum[i].waitNs
 		s.Preemptions = sum[i].nonvoluntary
 		s.Missing = append(s.Missing,
-			"dispatches: context switches (voluntary + involuntary, from /proc), not scheduler dispatches",
-			"sibling_busy: not measured by the CFS backend")
+			scheduler.Unmeasured{Counter: scheduler.Dispatches, Why: "CFS has no dispatch queues (preemptions are involuntary context switches)"},
+			scheduler.Unmeasured{Counter: scheduler.SiblingBusy, Why: "not measured by the CFS backend"})
 		if noSchedstat != nil {
-			s.Missing = append(s.Missing, "runtime: utime+stime at clock-tick resolution (no /proc/TID/schedstat)")
+			s.Missing = append(s.Missing, scheduler.Unmeasured{Counter: scheduler.Wait, Why: "no /proc/TID/schedstat"})
+			s.Notes = append(s.Notes, "runtime: utime+stime at clock-tick resolution (no /proc/TID/schedstat)")
 		}
 		if kept[i] > 0 {
-			s.Missing = append(s.Missing, fmt.Sprintf("%d thread(s) allowed only on exclusive CPUs kept their affinity", kept[i]))
+			s.Notes = append(s.Notes, fmt.Sprintf("%d thread(s) allowed only on exclusive CPUs kept their affinity", kept[i]))
 		}
 	}
 	return out, nil
@@ -447,7 +451,7 @@ func readCounters(tid int) (counters, error) {
 	var proc procfs.FS
 	var c counters
 	if ss, err := proc.Schedstat(tid); err == nil {
-		c.runtimeNs = ss.RunNs
+		c.runtimeNs, c.waitNs = ss.RunNs, ss.WaitNs
 	} else {
 		st, err := proc.Stat(tid)
 		if err != nil {
@@ -523,7 +527,7 @@ func revertRecord(r Record, note func(string)) error {
 		return nil
 	}
 	if err := restore(r.Tid, r.Original, r.Changed); err != nil {
-		if errors.Is(err, errThreadExited) {
+		if errors.Is(err, scheduler.ErrThreadGone) {
 			note(fmt.Sprintf("thread %d (%s) exited: nothing to restore", r.Tid, r.Comm))
 			return nil
 		}

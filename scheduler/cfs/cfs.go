@@ -72,30 +72,13 @@ func New(opts Options) *Backend { return &Backend{opts: opts} }
 func (b *Backend) Name() string { return Name }
 
 // Probe checks that this process may change other threads' affinity,
-// policy and nice: that takes CAP_SYS_NICE (root has it unless a container
-// dropped it).
+// policy and nice: that takes CAP_SYS_NICE.
 func (b *Backend) Probe() error {
-	ok, err := hasCapability(unix.CAP_SYS_NICE)
+	caps, err := procfs.EffectiveCaps()
 	if err != nil {
 		return fmt.Errorf("cfs backend: %w: %v", scheduler.ErrUnsupported, err)
 	}
-	if !ok {
-		return fmt.Errorf("cfs backend: %w: changing other processes' thread affinity, policy and nice needs CAP_SYS_NICE: run as root (or grant CAP_SYS_NICE)", scheduler.ErrUnsupported)
-	}
-	return nil
-}
-
-// hasCapability reads the effective capability set from this process's
-// /proc status.
-func hasCapability(c int) (bool, error) {
-	st, err := procfs.FS{}.Status(os.Getpid())
-	if err != nil {
-		return false, fmt.Errorf("read capabilities: %w", err)
-	}
-	if st.Present&procfs.StatusCapEff == 0 {
-		return false, fmt.Errorf("read capabilities: /proc/self/status has no CapEff line")
-	}
-	return st.CapEff&(1<<uint(c)) != 0, nil
+	return scheduler.CheckPrivileges(caps, Name, "changing other processes' thread affinity, policy and nice", procfs.CapSysNice)
 }
 
 // treatment is what one thread group's threads get.

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/scheduler"
 )
 
 // Settings are the scheduling settings of one thread that this backend may
@@ -129,16 +130,13 @@ func setNice(tid, nice int) error {
 func sysErr(what string, err error) error {
 	switch {
 	case errors.Is(err, unix.ESRCH):
-		return fmt.Errorf("%s: %w", what, errThreadExited)
+		return fmt.Errorf("%s: %w", what, scheduler.ErrThreadGone)
 	case errors.Is(err, unix.EPERM):
 		return fmt.Errorf("%s: %w (needs root or CAP_SYS_NICE)", what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// errThreadExited marks a thread that exited between being listed and
-// being changed: not a failure.
-var errThreadExited = errors.New("thread exited")
 
 func cpuList(set *unix.CPUSet) []int {
 	var out []int

@@ -51,7 +51,7 @@ func TestBuildConfigVMProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"compute", "requests", "housekeeping", "rest", "default"}; !slices.Equal(cfg.Names, want) {
+	if want := []string{"compute", "requests", "housekeeping", "rest", scheduler.Unmatched}; !slices.Equal(cfg.Names, want) {
 		t.Fatalf("layers %v, want %v", cfg.Names, want)
 	}
 	wantLayers := []layerConfig{
@@ -171,7 +171,7 @@ func TestAssign(t *testing.T) {
 			}
 		})
 	}
-	if cfg2.Names[3] != "default" {
+	if cfg2.Names[3] != scheduler.Unmatched {
 		t.Errorf("layer 3 of the profile without a catch-all is %q, want default", cfg2.Names[3])
 	}
 }
