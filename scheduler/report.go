@@ -87,4 +87,3 @@ func (r Report) Write(path string) error {
 		return err
 	})
 }
-

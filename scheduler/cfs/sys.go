@@ -137,7 +137,6 @@ func sysErr(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-
 func cpuList(set *unix.CPUSet) []int {
 	var out []int
 	for c := 0; c < len(set)*64; c++ {
