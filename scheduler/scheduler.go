@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"time"
 
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 )
 
@@ -28,7 +28,7 @@ var ErrReverted = errors.New("profile already reverted")
 type Plan struct {
 	Profile    *profiles.Profile
 	Classifier *profiles.Classifier
-	Topology   *snapshot.Topology
+	Topology   *machine.Topology
 	Cores      Allocation
 	// Threads lists the target's threads now. Backends call it when they
 	// start and again on Refresh, so threads created later are classified.
@@ -37,7 +37,7 @@ type Plan struct {
 
 // NewPlan compiles p's matchers and gives its exclusive groups their cores
 // on topology t; threads lists the target's threads (Plan.Threads).
-func NewPlan(p *profiles.Profile, t *snapshot.Topology, threads func() ([]profiles.Thread, error)) (Plan, error) {
+func NewPlan(p *profiles.Profile, t *machine.Topology, threads func() ([]profiles.Thread, error)) (Plan, error) {
 	cores, err := Allocate(p, t)
 	if err != nil {
 		return Plan{}, err
@@ -155,7 +155,7 @@ type Allocation struct {
 // system's housekeeping tends to run, stays shared. At least one core is
 // always left shared: a plan that would take every core is an error naming
 // the group that did not fit.
-func Allocate(p *profiles.Profile, t *snapshot.Topology) (Allocation, error) {
+func Allocate(p *profiles.Profile, t *machine.Topology) (Allocation, error) {
 	if t == nil || len(t.Cores) == 0 {
 		return Allocation{}, errors.New("allocate cores: no CPU topology")
 	}

@@ -17,13 +17,12 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/observe/target"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/scheduler/scx"
-	"temper.codes/temper-train/synthesize"
 )
 
 // applyFlags are apply's command-line settings.
@@ -144,7 +143,7 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 		}
 		return err
 	}
-	topo, err := snapshot.ReadTopology("/")
+	topo, err := machine.ReadTopology("/")
 	if err != nil {
 		return fmt.Errorf("CPU topology: %w", err)
 	}
@@ -289,8 +288,8 @@ func chooseBackend(name string, opts cfs.Options, w io.Writer) (scheduler.Backen
 // lintForApply lints the profile for the backend and this machine (and,
 // for a pod, its CPU request). Warnings are printed; an error stops apply
 // before anything changes.
-func lintForApply(p *profiles.Profile, path, backend string, topo *snapshot.Topology, tgt *target.Target, w io.Writer) error {
-	shape, err := synthesize.ShapeOf(topo)
+func lintForApply(p *profiles.Profile, path, backend string, topo *machine.Topology, tgt *target.Target, w io.Writer) error {
+	shape, err := machine.ShapeOf(topo)
 	if err != nil {
 		return fmt.Errorf("machine shape: %w", err)
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/procfs"
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
 )
@@ -148,7 +148,7 @@ func (w *workloadTree) views(t *testing.T) map[string]schedView {
 // the highest core.
 func exclusiveCPUs(t *testing.T) (excl, shared string) {
 	t.Helper()
-	topo, err := snapshot.ReadTopology("/")
+	topo, err := machine.ReadTopology("/")
 	if err != nil {
 		t.Fatal(err)
 	}

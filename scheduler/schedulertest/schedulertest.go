@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/procfs"
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 )
@@ -78,7 +78,7 @@ func TestBackend(t *testing.T, newBackend func(t *testing.T) scheduler.Backend) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := snapshot.ReadTopology("/")
+	topo, err := machine.ReadTopology("/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestBackend(t *testing.T, newBackend func(t *testing.T) scheduler.Backend) 
 
 type env struct {
 	prof       *profiles.Profile
-	topo       *snapshot.Topology
+	topo       *machine.Topology
 	bin        string
 	newBackend func(t *testing.T) scheduler.Backend
 }

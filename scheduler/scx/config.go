@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 )
@@ -223,7 +223,7 @@ func buildConfig(p scheduler.Plan) (*config, error) {
 
 // cpuIndex returns the index of CPU id in the plan's topology.
 func cpuIndex(p scheduler.Plan, id int) int {
-	return slices.IndexFunc(p.Topology.CPUs, func(c snapshot.CPU) bool { return c.ID == id })
+	return slices.IndexFunc(p.Topology.CPUs, func(c machine.CPU) bool { return c.ID == id })
 }
 
 // primary returns the lowest CPU among cpu's SMT siblings.

@@ -25,7 +25,7 @@ import (
 
 	"temper.codes/temper-train/bpf"
 	"temper.codes/temper-train/internal/procfs"
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/schedulertest"
@@ -134,7 +134,7 @@ func vmPlan(t *testing.T, tg *targets) scheduler.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := snapshot.ReadTopology("/")
+	topo, err := machine.ReadTopology("/")
 	if err != nil {
 		t.Fatal(err)
 	}
