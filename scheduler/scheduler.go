@@ -150,16 +150,19 @@ type Allocation struct {
 	Shared []int
 }
 
-// Allocate gives every exclusive group its ExclusiveCores whole cores,
-// taking cores from the highest-numbered down so that core 0, where the
-// system's housekeeping tends to run, stays shared. At least one core is
-// always left shared: a plan that would take every core is an error naming
-// the group that did not fit.
+// Allocate gives every exclusive group its ExclusiveCores whole cores under
+// profiles.CoreBudget's rule (group order, one core always shared), taking
+// cores from the highest-numbered down so that core 0, where the system's
+// housekeeping tends to run, stays shared. A group that does not fit is an
+// error naming it: the scheduler refuses such a plan rather than apply
+// part of it (profiles.Demote, apply --demote, turns such groups into
+// latency groups first).
 func Allocate(p *profiles.Profile, t *machine.Topology) (Allocation, error) {
 	if t == nil || len(t.Cores) == 0 {
 		return Allocation{}, errors.New("allocate cores: no CPU topology")
 	}
 	a := Allocation{Exclusive: make([][]int, len(p.ThreadGroups))}
+	budget := profiles.NewCoreBudget(len(t.Cores))
 	next := len(t.Cores) - 1
 	for i, g := range p.ThreadGroups {
 		if g.Treatment != profiles.Exclusive {
@@ -168,9 +171,10 @@ func Allocate(p *profiles.Profile, t *machine.Topology) (Allocation, error) {
 		if g.ExclusiveCores <= 0 {
 			return Allocation{}, fmt.Errorf("thread group %q: exclusive without exclusive_cores", g.Name)
 		}
-		if next+1-g.ExclusiveCores < 1 {
+		left := budget.Left()
+		if !budget.Take(g.ExclusiveCores) {
 			return Allocation{}, fmt.Errorf("thread group %q: %d exclusive cores do not fit: %d of the machine's %d cores are left and one must stay shared",
-				g.Name, g.ExclusiveCores, next+1, len(t.Cores))
+				g.Name, g.ExclusiveCores, left+1, len(t.Cores))
 		}
 		for n := 0; n < g.ExclusiveCores; n++ {
 			a.Exclusive[i] = append(a.Exclusive[i], t.Cores[next].CPUs...)

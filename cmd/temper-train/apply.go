@@ -34,6 +34,7 @@ type applyFlags struct {
 	statsJSON string
 	quiet     bool
 	revert    bool
+	demote    bool
 }
 
 // Backend choices of --backend.
@@ -67,7 +68,10 @@ Backends (--backend):
              reason are printed.
 
 The profile is loaded strictly and linted for the chosen backend and this
-machine before anything changes; a lint error stops apply.
+machine before anything changes; a lint error stops apply. An exclusive group
+that needs more whole cores than this machine can give (one core always stays
+shared) is such an error; with --demote it gets latency treatment instead
+(what 'lint --demote' reports as "will be demoted").
 
 The cfs backend records every thread's original affinity, policy and nice in a
 state file before changing it (default /run/temper-train/apply-<pid>.json,
@@ -105,6 +109,7 @@ Needs root (CAP_SYS_NICE for cfs; CAP_BPF and CAP_SYS_ADMIN for sched_ext).`,
 	fl.StringVar(&f.statsJSON, "stats-json", "", "write the closing per-group stats and each thread's group to this JSON file")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress messages or periodic stats")
 	fl.BoolVar(&f.revert, "revert", false, "restore the threads a killed apply left changed, from its state file")
+	fl.BoolVar(&f.demote, "demote", false, "give an exclusive group too big for this machine latency treatment instead of refusing the profile")
 	return cmd
 }
 
@@ -147,7 +152,7 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	if err != nil {
 		return fmt.Errorf("CPU topology: %w", err)
 	}
-	if err := lintForApply(prof, profilePath, backend.Name(), topo, tgt, stderr); err != nil {
+	if prof, err = lintForApply(prof, profilePath, backend.Name(), topo, tgt, f.demote, stderr); err != nil {
 		return err
 	}
 	plan, err := scheduler.NewPlan(prof, topo, scheduler.ThreadsOf(tgt.Refresh))
@@ -287,13 +292,15 @@ func chooseBackend(name string, opts cfs.Options, w io.Writer) (scheduler.Backen
 
 // lintForApply lints the profile for the backend and this machine (and,
 // for a pod, its CPU request). Warnings are printed; an error stops apply
-// before anything changes.
-func lintForApply(p *profiles.Profile, path, backend string, topo *machine.Topology, tgt *target.Target, w io.Writer) error {
+// before anything changes. With demote, exclusive groups too big for the
+// machine are given latency treatment (profiles.Demote) and the profile to
+// apply is the demoted one.
+func lintForApply(p *profiles.Profile, path, backend string, topo *machine.Topology, tgt *target.Target, demote bool, w io.Writer) (*profiles.Profile, error) {
 	shape, err := machine.ShapeOf(topo)
 	if err != nil {
-		return fmt.Errorf("machine shape: %w", err)
+		return nil, fmt.Errorf("machine shape: %w", err)
 	}
-	opt := profiles.LintOptions{Backend: backend, Shape: &shape}
+	opt := profiles.LintOptions{Backend: backend, Shape: &shape, Demote: demote}
 	if tgt.Pod != nil {
 		for _, c := range tgt.Pod.Containers {
 			opt.RequestMillicores += int(c.CPURequestMilli)
@@ -309,11 +316,19 @@ func lintForApply(p *profiles.Profile, path, backend string, topo *machine.Topol
 	}
 	switch len(errs) {
 	case 0:
-		return nil
 	case 1:
-		return fmt.Errorf("%s: %s; nothing was changed", path, errs[0])
+		return nil, fmt.Errorf("%s: %s; nothing was changed", path, errs[0])
+	default:
+		return nil, fmt.Errorf("%s: %s (and %d more lint errors); nothing was changed", path, errs[0], len(errs)-1)
 	}
-	return fmt.Errorf("%s: %s (and %d more lint errors); nothing was changed", path, errs[0], len(errs)-1)
+	if !demote {
+		return p, nil
+	}
+	q, notes := profiles.Demote(p, shape)
+	for _, n := range notes {
+		fmt.Fprintf(w, "%s: %s\n", path, n)
+	}
+	return q, nil
 }
 
 // printApplyStats prints one row per group and, below the table, what the
@@ -370,7 +385,7 @@ func printApplyStats(w io.Writer, stats []scheduler.GroupStats, elapsed time.Dur
 // no longer runs.
 func runRevert(cmd *cobra.Command, f applyFlags, a []string) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if f.given() || f.container != "" || f.statsJSON != "" || f.state != "" || f.forDur != 0 || cmd.Flags().Changed("backend") {
+	if f.given() || f.container != "" || f.statsJSON != "" || f.state != "" || f.forDur != 0 || f.demote || cmd.Flags().Changed("backend") {
 		return usageError{errors.New("--revert takes only a state file: apply --revert [STATEFILE]")}
 	}
 	if len(a) > 1 {
