@@ -22,6 +22,7 @@ declare -A need=(
 	[qemu-system-x86_64]=qemu-system-x86 # make vmtest: the sched_ext kernel's VM
 	[cpio]=cpio                    # make vmtest: its initramfs
 	[/usr/bin/time]=time           # make bench: peak RSS of analyze and perf
+	[dot]=graphviz                 # analyze --dot: the wake graph as SVG (and its tests)
 )
 missing=()
 for cmd in "${!need[@]}"; do
