@@ -35,6 +35,12 @@ type applied struct {
 	dirty      bool // the state file lacks a change (a recorded thread dropped)
 	reverted   bool
 	failed     map[int]*thread // threads whose revert failed, kept for a retry
+
+	cpuset cpusetPlan
+	// narrowed are the cgroups whose cpusets lost the exclusive CPUs, in
+	// the order narrowed (children first); after Revert, those whose
+	// restore failed.
+	narrowed []Cpuset
 }
 
 // thread is one thread of the target as the backend tracks it.
@@ -177,6 +183,44 @@ func (a *applied) refresh() error {
 			return fmt.Errorf("cfs: group %q: thread %d (%s): %w", a.statName(th.group), th.Tid, th.Comm, err)
 		}
 		th.inForce = true
+	}
+	if sample {
+		return a.narrow()
+	}
+	return nil
+}
+
+// narrow takes the exclusive CPUs out of the cpusets of every cgroup in
+// scope that holds no thread of the target (new cgroups included, on later
+// calls): recorded in the state file first, then written.
+func (a *applied) narrow() error {
+	if a.cpuset.dir == "" {
+		return nil
+	}
+	var recs []Record
+	for _, th := range a.threads {
+		recs = append(recs, th.Record)
+	}
+	done := map[string]bool{}
+	for _, c := range a.narrowed {
+		done[c.Path] = true
+	}
+	keep := keptCgroups(a.cpuset.dir, a.cpuset.v2, recs)
+	cs, err := narrowCpusets(a.cpuset.dir, a.cpuset.scope, a.cpuset.v2, a.exclusive, keep, done, a.note)
+	if err != nil || len(cs) == 0 {
+		return err
+	}
+	a.narrowed = append(a.narrowed, cs...)
+	if err := a.writeState(); err != nil {
+		return fmt.Errorf("cfs: %w", err)
+	}
+	for _, c := range cs {
+		if err := setCpus(c.Path, c.Set); err != nil {
+			if _, gone := os.Stat(c.Path); gone != nil {
+				continue // removed meanwhile
+			}
+			return fmt.Errorf("cfs: %w", err)
+		}
 	}
 	return nil
 }
@@ -502,7 +546,12 @@ func (a *applied) Revert() error {
 			delete(a.failed, th.Tid)
 		}
 	}
-	if len(a.failed) == 0 {
+	failed, err := restoreCpusets(a.narrowed, a.note)
+	a.narrowed = failed
+	if err != nil {
+		errs = append(errs, fmt.Errorf("cfs: %w", err))
+	}
+	if len(a.failed) == 0 && len(a.narrowed) == 0 {
 		if err := os.Remove(a.statePath); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, fmt.Errorf("cfs: remove state file: %w", err))
 		}
