@@ -1,9 +1,6 @@
 package profiles
 
-import (
-	"fmt"
-	"strings"
-)
+import "temper.codes/temper-train/machine"
 
 // SchemaVersion is the only profile schema this package reads and writes.
 const SchemaVersion = 1
@@ -35,36 +32,12 @@ type Fingerprint struct {
 	ProcessNames []string `toml:"process_names,omitempty"`
 }
 
-// Shape is a machine shape. Zero fields match any machine; resolution
-// prefers the profile whose shape fixes the most fields.
-type Shape struct {
-	LogicalCPUs    int `toml:"logical_cpus,omitempty"`
-	Cores          int `toml:"cores,omitempty"`
-	ThreadsPerCore int `toml:"threads_per_core,omitempty"`
-	NUMANodes      int `toml:"numa_nodes,omitempty"`
-}
+// Shape is a machine shape (machine.Shape): zero fields match any machine;
+// resolution prefers the profile whose shape fixes the most fields.
+type Shape = machine.Shape
 
-// Key is the shape's file name stem, e.g. "8cpu-4c-smt2"; "any" for the zero
-// shape. Unset parts are left out ("4c-smt2").
-func (s Shape) Key() string {
-	var parts []string
-	if s.LogicalCPUs > 0 {
-		parts = append(parts, fmt.Sprintf("%dcpu", s.LogicalCPUs))
-	}
-	if s.Cores > 0 {
-		parts = append(parts, fmt.Sprintf("%dc", s.Cores))
-	}
-	if s.ThreadsPerCore > 0 {
-		parts = append(parts, fmt.Sprintf("smt%d", s.ThreadsPerCore))
-	}
-	if s.NUMANodes > 1 {
-		parts = append(parts, fmt.Sprintf("%dnuma", s.NUMANodes))
-	}
-	if len(parts) == 0 {
-		return "any"
-	}
-	return strings.Join(parts, "-")
-}
+// ParseShape reads a shape key ("8cpu-4c-smt2", "any"): machine.ParseShape.
+func ParseShape(key string) (Shape, error) { return machine.ParseShape(key) }
 
 // Traits are workload-level measurements from training.
 type Traits struct {

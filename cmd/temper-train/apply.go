@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,14 +17,12 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
-	"temper.codes/temper-train/internal/atomicfile"
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/observe/target"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/scheduler/scx"
-	"temper.codes/temper-train/synthesize"
 )
 
 // applyFlags are apply's command-line settings.
@@ -37,6 +34,7 @@ type applyFlags struct {
 	statsJSON string
 	quiet     bool
 	revert    bool
+	demote    bool
 }
 
 // Backend choices of --backend.
@@ -70,7 +68,10 @@ Backends (--backend):
              reason are printed.
 
 The profile is loaded strictly and linted for the chosen backend and this
-machine before anything changes; a lint error stops apply.
+machine before anything changes; a lint error stops apply. An exclusive group
+that needs more whole cores than this machine can give (one core always stays
+shared) is such an error; with --demote it gets latency treatment instead
+(what 'lint --demote' reports as "will be demoted").
 
 The cfs backend records every thread's original affinity, policy and nice in a
 state file before changing it (default /run/temper-train/apply-<pid>.json,
@@ -108,6 +109,7 @@ Needs root (CAP_SYS_NICE for cfs; CAP_BPF and CAP_SYS_ADMIN for sched_ext).`,
 	fl.StringVar(&f.statsJSON, "stats-json", "", "write the closing per-group stats and each thread's group to this JSON file")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress messages or periodic stats")
 	fl.BoolVar(&f.revert, "revert", false, "restore the threads a killed apply left changed, from its state file")
+	fl.BoolVar(&f.demote, "demote", false, "give an exclusive group too big for this machine latency treatment instead of refusing the profile")
 	return cmd
 }
 
@@ -146,11 +148,11 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 		}
 		return err
 	}
-	topo, err := snapshot.ReadTopology("/")
+	topo, err := machine.ReadTopology("/")
 	if err != nil {
 		return fmt.Errorf("CPU topology: %w", err)
 	}
-	if err := lintForApply(prof, profilePath, backend.Name(), topo, tgt, stderr); err != nil {
+	if prof, err = lintForApply(prof, profilePath, backend.Name(), topo, tgt, f.demote, stderr); err != nil {
 		return err
 	}
 	plan, err := scheduler.NewPlan(prof, topo, scheduler.ThreadsOf(tgt.Refresh))
@@ -202,8 +204,8 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 		errs = append(errs, fmt.Errorf("stats: %w", sum.StatsErr))
 	}
 	if f.statsJSON != "" && sum.StatsErr == nil {
-		if err := writeApplyStatsJSON(f.statsJSON, prof, backend.Name(), tgt.Description, reason, sum.Elapsed, sum.Stats, plan.Classifier, sum.Threads); err != nil {
-			errs = append(errs, err)
+		if err := scheduler.NewReport(plan, backend.Name(), tgt.Description, reason, sum).Write(f.statsJSON); err != nil {
+			errs = append(errs, fmt.Errorf("--stats-json: %w", err))
 		}
 	}
 
@@ -290,13 +292,15 @@ func chooseBackend(name string, opts cfs.Options, w io.Writer) (scheduler.Backen
 
 // lintForApply lints the profile for the backend and this machine (and,
 // for a pod, its CPU request). Warnings are printed; an error stops apply
-// before anything changes.
-func lintForApply(p *profiles.Profile, path, backend string, topo *snapshot.Topology, tgt *target.Target, w io.Writer) error {
-	shape, err := synthesize.ShapeOf(topo)
+// before anything changes. With demote, exclusive groups too big for the
+// machine are given latency treatment (profiles.Demote) and the profile to
+// apply is the demoted one.
+func lintForApply(p *profiles.Profile, path, backend string, topo *machine.Topology, tgt *target.Target, demote bool, w io.Writer) (*profiles.Profile, error) {
+	shape, err := machine.ShapeOf(topo)
 	if err != nil {
-		return fmt.Errorf("machine shape: %w", err)
+		return nil, fmt.Errorf("machine shape: %w", err)
 	}
-	opt := profiles.LintOptions{Backend: backend, Shape: &shape}
+	opt := profiles.LintOptions{Backend: backend, Shape: &shape, Demote: demote}
 	if tgt.Pod != nil {
 		for _, c := range tgt.Pod.Containers {
 			opt.RequestMillicores += int(c.CPURequestMilli)
@@ -312,11 +316,19 @@ func lintForApply(p *profiles.Profile, path, backend string, topo *snapshot.Topo
 	}
 	switch len(errs) {
 	case 0:
-		return nil
 	case 1:
-		return fmt.Errorf("%s: %s; nothing was changed", path, errs[0])
+		return nil, fmt.Errorf("%s: %s; nothing was changed", path, errs[0])
+	default:
+		return nil, fmt.Errorf("%s: %s (and %d more lint errors); nothing was changed", path, errs[0], len(errs)-1)
 	}
-	return fmt.Errorf("%s: %s (and %d more lint errors); nothing was changed", path, errs[0], len(errs)-1)
+	if !demote {
+		return p, nil
+	}
+	q, notes := profiles.Demote(p, shape)
+	for _, n := range notes {
+		fmt.Fprintf(w, "%s: %s\n", path, n)
+	}
+	return q, nil
 }
 
 // printApplyStats prints one row per group and, below the table, what the
@@ -329,25 +341,34 @@ func printApplyStats(w io.Writer, stats []scheduler.GroupStats, elapsed time.Dur
 		groups []string
 	}
 	var notes []note
+	add := func(text, group string) {
+		i := slices.IndexFunc(notes, func(n note) bool { return n.text == text })
+		if i < 0 {
+			notes = append(notes, note{text: text})
+			i = len(notes) - 1
+		}
+		notes[i].groups = append(notes[i].groups, group)
+	}
 	for _, s := range stats {
-		sibling := fmt.Sprint(s.SiblingBusy)
+		for _, n := range s.Notes {
+			add(n, s.Group)
+		}
 		for _, m := range s.Missing {
-			if strings.HasPrefix(m, "sibling_busy") {
-				sibling = "-"
+			add(m.String(), s.Group)
+		}
+		count := func(c scheduler.Counter, v uint64) string {
+			if !s.Measures(c) {
+				return "-"
 			}
-			i := slices.IndexFunc(notes, func(n note) bool { return n.text == m })
-			if i < 0 {
-				notes = append(notes, note{text: m})
-				i = len(notes) - 1
-			}
-			notes[i].groups = append(notes[i].groups, s.Group)
+			return fmt.Sprint(v)
 		}
 		cpus := 0.0
 		if elapsed > 0 {
 			cpus = float64(s.RuntimeNs) / float64(elapsed.Nanoseconds())
 		}
 		t.Append(s.Group, string(s.Treatment), fmt.Sprint(s.Threads), fmt.Sprintf("%.2f", float64(s.RuntimeNs)/1e9),
-			fmt.Sprintf("%.2f", cpus), fmt.Sprint(s.Dispatches), fmt.Sprint(s.Preemptions), sibling)
+			fmt.Sprintf("%.2f", cpus), count(scheduler.Dispatches, s.Dispatches), count(scheduler.Preemptions, s.Preemptions),
+			count(scheduler.SiblingBusy, s.SiblingBusy))
 	}
 	t.Render()
 	for _, n := range notes {
@@ -359,79 +380,12 @@ func printApplyStats(w io.Writer, stats []scheduler.GroupStats, elapsed time.Dur
 	}
 }
 
-// ApplyStatsVersion is the version of the --stats-json schema.
-const ApplyStatsVersion = 1
-
-// applyStatsJSON is what --stats-json writes (docs/scheduler.md documents
-// it): the closing per-group stats and the group of each thread of the
-// target when apply stopped.
-type applyStatsJSON struct {
-	Version    int               `json:"version"`
-	Profile    string            `json:"profile"`
-	Backend    string            `json:"backend"`
-	Target     string            `json:"target"`
-	StopReason string            `json:"stop_reason"`
-	ElapsedNs  int64             `json:"elapsed_ns"`
-	Groups     []applyGroupJSON  `json:"groups"`
-	Threads    []applyThreadJSON `json:"threads"`
-}
-
-type applyGroupJSON struct {
-	Name        string   `json:"name"`
-	Treatment   string   `json:"treatment"`
-	Threads     int      `json:"threads"`
-	RuntimeNs   uint64   `json:"runtime_ns"`
-	Dispatches  uint64   `json:"dispatches"`
-	Preemptions uint64   `json:"preemptions"`
-	SiblingBusy uint64   `json:"sibling_busy"`
-	Missing     []string `json:"missing"`
-}
-
-type applyThreadJSON struct {
-	Tid   int    `json:"tid"`
-	Tgid  int    `json:"tgid"`
-	Comm  string `json:"comm"`
-	Group string `json:"group"` // the group's name; "" when no group matched
-	Index int    `json:"group_index"`
-}
-
-// writeApplyStatsJSON writes --stats-json atomically.
-func writeApplyStatsJSON(path string, p *profiles.Profile, backend, tgt, reason string, elapsed time.Duration,
-	stats []scheduler.GroupStats, cl *profiles.Classifier, threads []profiles.Thread) error {
-	out := applyStatsJSON{Version: ApplyStatsVersion, Profile: p.ID, Backend: backend, Target: tgt, StopReason: reason,
-		ElapsedNs: elapsed.Nanoseconds(), Groups: []applyGroupJSON{}, Threads: []applyThreadJSON{}}
-	for _, s := range stats {
-		missing := s.Missing
-		if missing == nil {
-			missing = []string{}
-		}
-		out.Groups = append(out.Groups, applyGroupJSON{Name: s.Group, Treatment: string(s.Treatment), Threads: s.Threads,
-			RuntimeNs: s.RuntimeNs, Dispatches: s.Dispatches, Preemptions: s.Preemptions, SiblingBusy: s.SiblingBusy, Missing: missing})
-	}
-	for _, th := range threads {
-		g := cl.Group(th)
-		name := ""
-		if g >= 0 {
-			name = p.ThreadGroups[g].Name
-		}
-		out.Threads = append(out.Threads, applyThreadJSON{Tid: th.Tid, Tgid: th.Tgid, Comm: th.Comm, Group: name, Index: g})
-	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return fmt.Errorf("--stats-json: %w", err)
-	}
-	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
-		_, err := w.Write(append(b, '\n'))
-		return err
-	})
-}
-
 // runRevert restores what killed applies left changed, from their state
 // files: the one given, or every one in the default directory whose apply
 // no longer runs.
 func runRevert(cmd *cobra.Command, f applyFlags, a []string) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if f.given() || f.container != "" || f.statsJSON != "" || f.state != "" || f.forDur != 0 || cmd.Flags().Changed("backend") {
+	if f.given() || f.container != "" || f.statsJSON != "" || f.state != "" || f.forDur != 0 || f.demote || cmd.Flags().Changed("backend") {
 		return usageError{errors.New("--revert takes only a state file: apply --revert [STATEFILE]")}
 	}
 	if len(a) > 1 {
