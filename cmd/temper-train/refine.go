@@ -26,7 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"temper.codes/temper-train/internal/atomicfile"
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/observe/target"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine"
@@ -35,7 +35,6 @@ import (
 	"temper.codes/temper-train/refine/ledger"
 	"temper.codes/temper-train/refine/report"
 	"temper.codes/temper-train/scheduler/cfs"
-	"temper.codes/temper-train/synthesize"
 )
 
 // refineFlags are refine's command-line settings.
@@ -330,11 +329,11 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 	sum := sha256.Sum256(src)
 	profHash := hex.EncodeToString(sum[:])
 
-	topo, err := snapshot.ReadTopology("/")
+	topo, err := machine.ReadTopology("/")
 	if err != nil {
 		return nil, fmt.Errorf("CPU topology: %w", err)
 	}
-	shape, err := synthesize.ShapeOf(topo)
+	shape, err := machine.ShapeOf(topo)
 	if err != nil {
 		return nil, fmt.Errorf("machine shape: %w", err)
 	}

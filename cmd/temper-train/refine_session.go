@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/observe/target"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine"
@@ -16,7 +16,7 @@ import (
 // backend: each arm is a scheduler.Session, the library call apply uses.
 type liveScheduler struct {
 	backend scheduler.Backend
-	topo    *snapshot.Topology
+	topo    *machine.Topology
 	tgt     *target.Target
 }
 
