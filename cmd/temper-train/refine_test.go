@@ -102,7 +102,7 @@ func demoBench(t *testing.T, stats string, secs float64) string {
 
 // shortRun are the smallest stage sizes: a run of a few dozen trials.
 var shortRun = []string{"--adapter", "jsonl", "--calibration-n", "2", "--screen-n", "4", "--confirm-n", "2", "--final-n", "2", "--warmup", "100ms", "--backend", "cfs", "-q",
-	"--min-effect", "95%"} // the machine is shared: these tests are about the machinery, not effects
+	"--metric", "p50_ms", "--min-effect", "95%"} // the machine is shared: these tests are about the machinery, not effects
 
 // checkClean asserts what every refine exit must leave: the workload's
 // threads scheduled as before, no cfs state file of the run, and no
@@ -154,7 +154,7 @@ func TestRefineDemo(t *testing.T) {
 	before := w.views(t)
 	out := filepath.Join(t.TempDir(), "out")
 	args := append([]string{"refine", writeProfile(t), "--pid", strconv.Itoa(w.cmd.Process.Pid), "--bench", demoBench(t, w.stats, 0.3),
-		"--metric", "p99_ms", "--out", out, "--max-trials", "40"}, shortRun...)
+		"--out", out, "--max-trials", "40"}, shortRun...)
 	cmd := exec.Command(tt, args...)
 	b, err := cmd.CombinedOutput()
 	t.Logf("%s", b)
@@ -295,7 +295,7 @@ func TestRefineResumeAfterSIGKILL(t *testing.T) {
 	marks := filepath.Join(t.TempDir(), "marks")
 	bench := fmt.Sprintf(`sh -c "echo x >> %s; exec %s"`, marks, demoBench(t, w.stats, 0.4))
 	args := append([]string{"refine", prof, "--pid", strconv.Itoa(w.cmd.Process.Pid), "--bench", bench,
-		"--out", out, "--background", "1", "--max-trials", "40", "--seed", "5"}, shortRun...)
+		"--out", out, "--background", "1", "--max-trials", "60", "--seed", "5"}, shortRun...)
 	cmd := exec.Command(tt, args...)
 	var log1 strings.Builder
 	cmd.Stderr = &log1
