@@ -56,23 +56,27 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// waitPort waits until something accepts connections on 127.0.0.1:port.
-func waitPort(t *testing.T, port int, server *exec.Cmd) {
+// waitPort waits until something accepts connections on 127.0.0.1:port;
+// exited (nil: not watched) is closed if the server exits first.
+func waitPort(t *testing.T, port int, exited <-chan struct{}) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
 			c.Close()
 			return
 		}
-		if server != nil && server.ProcessState != nil {
-			t.Fatalf("%s exited: %v", server.Path, server.ProcessState)
+		select {
+		case <-exited:
+			t.Fatalf("the server for port %d exited", port)
+		default:
 		}
 	}
 	t.Fatalf("nothing listens on 127.0.0.1:%d after 30s", port)
 }
 
-// startServer runs a server in the foreground for the test's duration.
-func startServer(t *testing.T, argv ...string) *exec.Cmd {
+// startServer runs a server in the foreground for the test's duration; the
+// channel is closed when it exits.
+func startServer(t *testing.T, argv ...string) <-chan struct{} {
 	t.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
@@ -96,15 +100,15 @@ func startServer(t *testing.T, argv ...string) *exec.Cmd {
 		}
 		log.Close()
 	})
-	return cmd
+	return exited
 }
 
 func startRedis(t *testing.T) int {
 	t.Helper()
 	server := lookTool(t, "redis-server", "redis-server")
 	port := freePort(t)
-	cmd := startServer(t, server, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	waitPort(t, port, cmd)
+	exited := startServer(t, server, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	waitPort(t, port, exited)
 	return port
 }
 
@@ -192,7 +196,7 @@ func startPostgres(t *testing.T) (port int, user string) {
 			<-exited
 		}
 	})
-	waitPort(t, port, cmd)
+	waitPort(t, port, exited)
 	return port, "postgres"
 }
 
@@ -346,9 +350,9 @@ func TestRunSysbenchMariaDB(t *testing.T) {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
 	port := freePort(t)
-	server := startServer(t, mariadbd, "--no-defaults", "--datadir="+data, "--user=root", "--bind-address=127.0.0.1",
+	exited := startServer(t, mariadbd, "--no-defaults", "--datadir="+data, "--user=root", "--bind-address=127.0.0.1",
 		"--port="+strconv.Itoa(port), "--socket="+filepath.Join(dir, "sock"), "--skip-log-bin", "--innodb-buffer-pool-size=64M")
-	waitPort(t, port, server)
+	waitPort(t, port, exited)
 	common := []string{"--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-port=" + strconv.Itoa(port), "--mysql-user=root", "--mysql-db=mysql", "--tables=1", "--table-size=2000"}
 	if out, err := exec.Command(sb, append(common, "oltp_read_write", "prepare")...).CombinedOutput(); err != nil {
 		t.Fatalf("sysbench prepare: %v\n%s", err, out)
