@@ -421,3 +421,34 @@ func TestRefineInterrupt(t *testing.T) {
 	}
 	checkClean(t, w, before, filepath.Join(out, "ledger.jsonl"))
 }
+
+// TestTrainDemo runs train end to end on the demo workload, started by
+// train itself: observe, analyze, synthesize, refine with the demo's
+// benchmark; every stage's output is there and the workload is stopped.
+func TestTrainDemo(t *testing.T) {
+	needTracing(t)
+	needSchedPrivileges(t)
+	tt := buildCLI(t)
+	bin := buildWorkload(t)
+	dir := t.TempDir()
+	stats := filepath.Join(dir, "wl.stats")
+	out := filepath.Join(dir, "train")
+	args := append([]string{"train", "--id", "demo-workload", "--out", out, "--duration", "2s", "--bench", demoBench(t, stats, 0.3),
+		"--max-trials", "30"}, shortRun...)
+	args = append(args, "--", bin, "--dir", dir, "--stats", stats)
+	b, err := exec.Command(tt, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("train: %v\n%s", err, b)
+	}
+	for _, f := range []string{"observe/trace.pftrace", "observe/snapshot.json", "analysis.json", "refine/ledger.jsonl", "refine/REPORT.md"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("train left no %s", f)
+		}
+	}
+	if ps, _ := filepath.Glob(filepath.Join(out, "profiles", "demo-workload", "*.toml")); len(ps) != 1 {
+		t.Errorf("synthesized profiles: %v", ps)
+	}
+	if pg, _ := exec.Command("pgrep", "-f", bin).Output(); len(pg) > 0 {
+		t.Errorf("the workload train started still runs: %s", pg)
+	}
+}
