@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/observe"
 	"temper.codes/temper-train/observe/snapshot"
 )
@@ -62,7 +63,7 @@ func Analyze(r observe.Reader, opts Options) (*Analysis, error) {
 	case opts.Snapshot != nil:
 		mode, tgids = TargetSnapshot, opts.Snapshot.Target.Tgids
 	}
-	var topo *snapshot.Topology
+	var topo *machine.Topology
 	if opts.Snapshot != nil {
 		topo = opts.Snapshot.Topology
 	}

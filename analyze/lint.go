@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/observe/snapshot"
 )
 
@@ -86,7 +87,7 @@ type smtAcc struct{ together, withIdle int64 }
 
 // newSMTTracker returns a tracker for a topology with SMT, or nil when the
 // topology has none.
-func newSMTTracker(t *snapshot.Topology) *smtTracker {
+func newSMTTracker(t *machine.Topology) *smtTracker {
 	if t == nil {
 		return nil
 	}

@@ -5,15 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/observe/snapshot"
 )
 
 // smtSnapshot is a snapshot of a 2-core × 2-thread machine (CPUs 0,1 on
 // core 0; 2,3 on core 1) whose target is process 100.
 func smtSnapshot(cores [][]int) *snapshot.Snapshot {
-	topo := &snapshot.Topology{}
+	topo := &machine.Topology{}
 	for i, c := range cores {
-		topo.Cores = append(topo.Cores, snapshot.Core{CoreID: i, CPUs: c})
+		topo.Cores = append(topo.Cores, machine.Core{CoreID: i, CPUs: c})
 	}
 	return &snapshot.Snapshot{Schema: snapshot.Schema, Topology: topo,
 		Target: snapshot.Target{Tgids: []int{100}}}

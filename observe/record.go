@@ -137,12 +137,11 @@ var (
 // privileges first, then the kernel features it uses.
 func CheckTracing() error {
 	if os.Geteuid() != 0 {
-		caps, err := effectiveCaps()
+		caps, err := procfs.EffectiveCaps()
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrNoPrivilege, err)
 		}
-		const capSysAdmin, capPerfmon, capBPF = 21, 38, 39
-		if caps&(1<<capSysAdmin) == 0 && (caps&(1<<capBPF) == 0 || caps&(1<<capPerfmon) == 0) {
+		if !caps.Has(procfs.CapSysAdmin) && !caps.Has(procfs.CapBPF, procfs.CapPerfmon) {
 			return fmt.Errorf("%w: run as root (sudo) or grant the capabilities (setcap cap_bpf,cap_perfmon+ep)", ErrNoPrivilege)
 		}
 	}
@@ -172,18 +171,6 @@ func CheckTracing() error {
 		}
 	}
 	return nil
-}
-
-// effectiveCaps returns this process's effective capability set.
-func effectiveCaps() (uint64, error) {
-	st, err := procfs.FS{}.Status(os.Getpid())
-	if err != nil {
-		return 0, err
-	}
-	if st.Present&procfs.StatusCapEff == 0 {
-		return 0, errors.New("no CapEff in /proc/self/status")
-	}
-	return st.CapEff, nil
 }
 
 // Record traces the target's scheduling events until a bound is reached, the

@@ -26,29 +26,8 @@ func sizing(fraction float64, request int) string {
 		math.Round(fraction*float64(request)*1000)/1e6, ExclusiveCoresFor(fraction, request))
 }
 
-// fitExclusive says which exclusive groups get their cores on a machine
-// with the given number of cores, handing them out in group order and
-// always leaving one core shared for everything else, the way
-// scheduler.Allocate does. A group that does not fit takes nothing (it is
-// demoted), so later, smaller groups may still fit. Non-exclusive groups
-// are false.
-func fitExclusive(p *Profile, cores int) []bool {
-	fits := make([]bool, len(p.ThreadGroups))
-	left := cores - 1
-	for i, g := range p.ThreadGroups {
-		if g.Treatment != Exclusive || g.ExclusiveCores <= 0 {
-			continue
-		}
-		if g.ExclusiveCores <= left {
-			fits[i] = true
-			left -= g.ExclusiveCores
-		}
-	}
-	return fits
-}
-
 // Demote returns a copy of p for a machine of the given shape in which
-// every exclusive group that does not fit (see Lint) gets latency treatment
+// every exclusive group that does not fit (CoreBudget) gets latency treatment
 // instead, keeping its matchers and dropping its core sizing, and a note for
 // each demotion. On a machine too small for a critical group, latency
 // treatment bounds the damage; caging the group in the cores there are
@@ -60,7 +39,7 @@ func Demote(p *Profile, shape Shape) (*Profile, []string) {
 	if cores == 0 {
 		return &q, nil
 	}
-	fits := fitExclusive(p, cores)
+	fits, _ := ExclusiveFits(p, cores)
 	var notes []string
 	for i := range q.ThreadGroups {
 		g := &q.ThreadGroups[i]
@@ -79,13 +58,13 @@ func Demote(p *Profile, shape Shape) (*Profile, []string) {
 func (l *linter) cores() {
 	gs := l.p.ThreadGroups
 	cores := l.shape.CoreCount()
-	fits := fitExclusive(l.p, cores)
+	fits, left := ExclusiveFits(l.p, cores)
 	taken, exclusiveHot := 0, 0
 	for i := range gs {
 		if gs[i].Treatment != Exclusive {
 			continue
 		}
-		l.exclusive(i, cores, fits)
+		l.exclusive(i, cores, fits[i], left[i])
 		if fits[i] {
 			taken += gs[i].ExclusiveCores
 		}
@@ -99,7 +78,7 @@ func (l *linter) cores() {
 }
 
 // exclusive checks one exclusive group's sizing and whether it fits.
-func (l *linter) exclusive(i, cores int, fits []bool) {
+func (l *linter) exclusive(i, cores int, fits bool, left int) {
 	g := &l.p.ThreadGroups[i]
 	n := g.ExclusiveCores
 	if n <= 0 {
@@ -126,36 +105,24 @@ func (l *linter) exclusive(i, cores int, fits []bool) {
 	switch {
 	case cores == 0:
 		l.warnf(i, "exclusive_cores", "cannot check that %d whole cores fit: the machine's core count is unknown (set machine_shape.cores, or lint with --shape)", n)
-	case fits[i]:
+	case fits:
 	case n > cores-1:
 		l.tooBig(i, "needs %d whole cores but a %d-core machine can give at most %d (one core stays shared for everything else); no profile can manufacture a core", n, cores, cores-1)
 	default:
-		l.tooBig(i, "%d whole cores do not fit: the exclusive groups before it take %d of the machine's %d cores and one must stay shared", n, cores-1-leftBefore(l.p, cores, i), cores)
+		l.tooBig(i, "%d whole cores do not fit: the exclusive groups before it take %d of the machine's %d cores and one must stay shared", n, cores-1-left, cores)
 	}
 }
 
-// tooBig reports an exclusive group that does not fit: an error, or with
-// LintOptions.Demote a warning that it will be demoted.
+// tooBig reports an exclusive group that does not fit: an error (apply
+// refuses the profile), or with LintOptions.Demote a warning that it will
+// be demoted, which is what apply --demote does (Demote).
 func (l *linter) tooBig(i int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if l.opt.Demote {
-		l.warnf(i, "exclusive_cores", "%s: it will be demoted to latency treatment", msg)
+		l.warnf(i, "exclusive_cores", "%s: it will be demoted to latency treatment (apply --demote)", msg)
 		return
 	}
-	l.errorf(i, "exclusive_cores", "%s (lint --demote to demote it to latency treatment instead)", msg)
-}
-
-// leftBefore is how many cores are free for exclusive use when group i's
-// turn comes.
-func leftBefore(p *Profile, cores, i int) int {
-	fits := fitExclusive(p, cores)
-	left := cores - 1
-	for j := range i {
-		if fits[j] {
-			left -= p.ThreadGroups[j].ExclusiveCores
-		}
-	}
-	return left
+	l.errorf(i, "exclusive_cores", "%s: apply refuses it (apply --demote gives the group latency treatment instead)", msg)
 }
 
 // totalHot checks the exclusive groups together against the workload's hot

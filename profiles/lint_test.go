@@ -3,6 +3,7 @@ package profiles
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -344,5 +345,35 @@ func TestFindingString(t *testing.T) {
 	f = Finding{Severity: Warning, Group: -1, Field: "machine_shape", Message: "m"}
 	if got, want := f.String(), "warning: machine_shape: m"; got != want {
 		t.Errorf("got %s, want %s", got, want)
+	}
+}
+
+// TestCoreBudget: whole cores in group order, one core kept shared, a
+// group that does not fit takes nothing and a later smaller one may fit.
+func TestCoreBudget(t *testing.T) {
+	cases := []struct {
+		cores int
+		want  []int // cores asked for, in order
+		fits  []bool
+		left  []int
+	}{
+		{4, []int{1, 2}, []bool{true, true}, []int{3, 2}},
+		{4, []int{3, 1}, []bool{true, false}, []int{3, 0}},
+		{4, []int{4, 2, 1}, []bool{false, true, true}, []int{3, 3, 1}},
+		{2, []int{1, 1}, []bool{true, false}, []int{1, 0}},
+		{1, []int{1}, []bool{false}, []int{0}},
+		{0, []int{1}, []bool{false}, []int{0}},
+		{8, []int{0}, []bool{false}, []int{7}},
+	}
+	for _, c := range cases {
+		p := &Profile{}
+		for _, n := range c.want {
+			p.ThreadGroups = append(p.ThreadGroups, ThreadGroup{Name: "g", Treatment: Exclusive, ExclusiveCores: n})
+		}
+		p.ThreadGroups = append(p.ThreadGroups, ThreadGroup{Name: "rest", Treatment: Normal, ExclusiveCores: 1})
+		fits, left := ExclusiveFits(p, c.cores)
+		if !slices.Equal(fits[:len(c.want)], c.fits) || !slices.Equal(left[:len(c.want)], c.left) || fits[len(c.want)] {
+			t.Errorf("%d cores, groups %v: fits %v left %v, want %v %v (and the normal group false)", c.cores, c.want, fits, left, c.fits, c.left)
+		}
 	}
 }

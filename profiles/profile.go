@@ -1,9 +1,6 @@
 package profiles
 
-import (
-	"fmt"
-	"strings"
-)
+import "temper.codes/temper-train/machine"
 
 // SchemaVersion is the only profile schema this package reads and writes.
 const SchemaVersion = 1
@@ -35,36 +32,12 @@ type Fingerprint struct {
 	ProcessNames []string `toml:"process_names,omitempty"`
 }
 
-// Shape is a machine shape. Zero fields match any machine; resolution
-// prefers the profile whose shape fixes the most fields.
-type Shape struct {
-	LogicalCPUs    int `toml:"logical_cpus,omitempty"`
-	Cores          int `toml:"cores,omitempty"`
-	ThreadsPerCore int `toml:"threads_per_core,omitempty"`
-	NUMANodes      int `toml:"numa_nodes,omitempty"`
-}
+// Shape is a machine shape (machine.Shape): zero fields match any machine;
+// resolution prefers the profile whose shape fixes the most fields.
+type Shape = machine.Shape
 
-// Key is the shape's file name stem, e.g. "8cpu-4c-smt2"; "any" for the zero
-// shape. Unset parts are left out ("4c-smt2").
-func (s Shape) Key() string {
-	var parts []string
-	if s.LogicalCPUs > 0 {
-		parts = append(parts, fmt.Sprintf("%dcpu", s.LogicalCPUs))
-	}
-	if s.Cores > 0 {
-		parts = append(parts, fmt.Sprintf("%dc", s.Cores))
-	}
-	if s.ThreadsPerCore > 0 {
-		parts = append(parts, fmt.Sprintf("smt%d", s.ThreadsPerCore))
-	}
-	if s.NUMANodes > 1 {
-		parts = append(parts, fmt.Sprintf("%dnuma", s.NUMANodes))
-	}
-	if len(parts) == 0 {
-		return "any"
-	}
-	return strings.Join(parts, "-")
-}
+// ParseShape reads a shape key ("8cpu-4c-smt2", "any"): machine.ParseShape.
+func ParseShape(key string) (Shape, error) { return machine.ParseShape(key) }
 
 // Traits are workload-level measurements from training.
 type Traits struct {
@@ -74,6 +47,10 @@ type Traits struct {
 	HotThreads           int     `toml:"hot_threads,omitempty"` // threads busy enough to want a core of their own
 	ObservedCPUsUsed     float64 `toml:"observed_cpus_used,omitempty"`
 	ThrottledFraction    float64 `toml:"throttled_fraction,omitempty"` // nr_throttled / nr_periods while observed
+	// Refined records refine's final comparison of this profile against
+	// stock CFS, one line per refine run that kept it: metric, medians, n,
+	// p-value, the ledger.
+	Refined []string `toml:"refined,omitempty"`
 }
 
 // Treatment is what a thread group gets from the scheduler.
@@ -138,6 +115,9 @@ type Evidence struct {
 	// Arithmetic is the sizing written out, e.g.
 	// "ceil(0.85 × 2250m) = ceil(1.91) = 2 cores ≤ 2 hot threads".
 	Arithmetic string `toml:"arithmetic,omitempty"`
+	// Refined records the refine steps accepted for this group, one line
+	// each: the change, its effect with n and p-value, the ledger.
+	Refined []string `toml:"refined,omitempty"`
 }
 
 // Match picks threads. Every field that is set must hold (AND); a list field

@@ -9,10 +9,12 @@ import (
 	"temper.codes/temper-train/profiles"
 )
 
-// ErrThreadGone marks a thread or process that exited while it was being
-// read. Listing functions leave such threads out; single-thread readers
-// return it (test with errors.Is).
-var ErrThreadGone = errors.New("thread exited")
+// ErrThreadGone marks a thread or process that exited before or while it
+// was read or changed: the one sentinel for that, shared with
+// internal/procfs (its ErrGone) and the backends. Listing functions leave
+// such threads out; single-thread readers and changers return it (test
+// with errors.Is, or IsGone for raw kernel errors too).
+var ErrThreadGone = procfs.ErrGone
 
 // ThreadsOf returns a Plan.Threads function for a target whose processes
 // change over time: tgids gives the current processes (observe/target's

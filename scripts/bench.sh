@@ -44,3 +44,8 @@ END {
 rd_ns=$(awk '/^BenchmarkRecordDecode/ { for (i = 2; i <= NF; i++) if ($i == "ns/event") { s += $(i-1); n++ } } END { if (n) printf "%.1f", s / n }' "$out")
 RECORD_DECODE_NS=$rd_ns scripts/bench-tracer.sh
 scripts/bench-analyze.sh
+# refine's own cost on the CFS backend (root; NOT RUN otherwise): apply +
+# revert of a profile on the demo workload, one spinner's start + stop, and
+# the trials per hour that leaves a 1-second benchmark beside the same
+# figure with no cost of refine's own (the anchor).
+go test -run '^$' -bench 'RefineSwitchover' -benchtime 20x ./cmd/temper-train | grep -E 'Benchmark|NOT RUN' || true

@@ -10,7 +10,7 @@
 # check that never reported, on a guest panic (after one retry: TCG has been
 # seen to crash a guest once in ~40 attach cycles) and on a timeout.
 #
-#   VMTEST_TIMEOUT   seconds for one boot (default 600)
+#   VMTEST_TIMEOUT   seconds for one boot (default 1500)
 #   VMTEST_KEEP=1    keep the work directory (initramfs, console log)
 #   VMTEST_RUN=RE    only the Go tests matching RE; VMTEST_E2E=0 skips the
 #                    CLI checks (both for working on one check: the summary
@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
 GO="${GO:-go}"
-timeout_s="${VMTEST_TIMEOUT:-600}"
+timeout_s="${VMTEST_TIMEOUT:-1500}"
 
 log() { echo "vmtest: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -81,6 +81,7 @@ expected=(
 	go/TestVMKfuncWorkaround
 	go/TestVMYieldNotStarved
 	go/TestVMContextCancelDetaches
+	go/TestVMContract
 	e2e/unknown-matcher
 	e2e/apply-enabled
 	e2e/layers

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"temper.codes/temper-train/analyze"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/observe/snapshot"
 	"temper.codes/temper-train/profiles"
 )
@@ -20,29 +21,6 @@ type shapeChoice struct {
 	logicalOnly bool
 }
 
-// ShapeOf reads a machine shape from a snapshot's CPU topology: online
-// logical CPUs, physical cores, threads per core when every core has the
-// same number (a hybrid CPU with SMT and non-SMT cores leaves it unset), and
-// NUMA nodes when sysfs listed them.
-func ShapeOf(t *snapshot.Topology) (profiles.Shape, error) {
-	if t == nil || len(t.Online) == 0 {
-		return profiles.Shape{}, errors.New("the snapshot has no CPU topology")
-	}
-	s := profiles.Shape{LogicalCPUs: len(t.Online), Cores: len(t.Cores), NUMANodes: len(t.NUMANodes)}
-	for i, c := range t.Cores {
-		if i == 0 {
-			s.ThreadsPerCore = len(c.CPUs)
-		} else if len(c.CPUs) != s.ThreadsPerCore {
-			s.ThreadsPerCore = 0
-			break
-		}
-	}
-	if err := s.Check(); err != nil {
-		return profiles.Shape{}, fmt.Errorf("the snapshot's topology is inconsistent: %w", err)
-	}
-	return s, nil
-}
-
 // chooseShape picks the machine shape: the snapshot's topology (what the
 // trace ran on, measured), else --shape, else the logical CPU count the trace
 // recorded. A shape that contradicts the trace (fewer CPUs than the threads
@@ -52,7 +30,7 @@ func chooseShape(a *analyze.Analysis, opt Options) (shapeChoice, error) {
 	var c shapeChoice
 	switch {
 	case opt.Snapshot != nil:
-		s, err := ShapeOf(opt.Snapshot.Topology)
+		s, err := machine.ShapeOf(opt.Snapshot.Topology)
 		if err != nil {
 			return c, fmt.Errorf("snapshot %s: %w", opt.snapshotName(), err)
 		}

@@ -54,14 +54,14 @@ func weightOf(t profiles.Treatment) int {
 	return 100
 }
 
-// sizer hands out exclusive cores and shares of the pod's request, in
-// group order, the way scheduler.Allocate will: one core always stays
-// shared for everything else.
+// sizer hands out exclusive cores (under profiles.CoreBudget, the rule
+// scheduler.Allocate and lint follow) and shares of the pod's request, in
+// group order.
 type sizer struct {
 	shape   shapeChoice
-	request int // millicores
-	taken   int // cores given to exclusive groups so far
-	leftBP  int // share of the request not yet given, in 1/10000
+	request int                  // millicores
+	cores   *profiles.CoreBudget // the shape's cores
+	leftBP  int                  // share of the request not yet given, in 1/10000
 }
 
 // group is one thread group as sized.
@@ -138,13 +138,13 @@ func (s *sizer) treat(g *group, ms []member, onlyGroup bool) {
 func (s *sizer) exclusiveOrDemote(g *group, ms []member, hot int, cpus float64) {
 	n := hot
 	why := ""
-	avail := s.shape.shape.CoreCount() - 1 - s.taken
+	avail, taken := s.cores.Left(), s.cores.Taken()
 	switch {
 	case s.shape.shape.CoreCount() == 0:
 		why = fmt.Sprintf("the shape (%s) has no core count, so whole cores cannot be reserved; pass --snapshot or a --shape with cores", s.shape.shape.Key())
 	case n > avail:
 		why = fmt.Sprintf("%d hot thread%s need %d whole core%s; the shape has %d cores, %d taken by earlier exclusive groups and 1 kept shared, so %d can be given; no profile can manufacture a core",
-			n, plural(n), n, plural(n), s.shape.shape.CoreCount(), s.taken, max(avail, 0))
+			n, plural(n), n, plural(n), s.shape.shape.CoreCount(), taken, avail)
 	case int(math.Ceil(cpus-1e-9)) > n:
 		why = fmt.Sprintf("the group uses %s CPUs, more than its %d hot thread%s' cores hold: its other threads would be caged with them",
 			trimFloat(cpus, 3), n, plural(n))
@@ -172,9 +172,9 @@ func (s *sizer) exclusiveOrDemote(g *group, ms []member, hot int, cpus float64) 
 			a += fmt.Sprintf(" (%s would give %s for %d hot thread%s)", decimal(int64(up), 4), sizing(up, s.request), n, plural(n))
 		}
 	}
-	a += fmt.Sprintf("; shape %d cores: %d taken before, %d here, %d left shared", s.shape.shape.CoreCount(), s.taken, n, s.shape.shape.CoreCount()-s.taken-n)
+	a += fmt.Sprintf("; shape %d cores: %d taken before, %d here, %d left shared", s.shape.shape.CoreCount(), taken, n, s.shape.shape.CoreCount()-taken-n)
 	g.arithmetic = append(g.arithmetic, a)
-	s.taken += n
+	s.cores.Take(n)
 	s.leftBP -= bp
 }
 

@@ -97,7 +97,7 @@ func Synthesize(a *analyze.Analysis, opt Options) (*Result, error) {
 		return nil, err
 	}
 	groups := p.groups(drafts)
-	s := &sizer{shape: shape, request: req.milli, leftBP: 10_000}
+	s := &sizer{shape: shape, request: req.milli, cores: profiles.NewCoreBudget(shape.shape.CoreCount()), leftBP: 10_000}
 	var warnings []string
 	for _, g := range groups {
 		s.treat(g, p.members, len(groups) == 1)

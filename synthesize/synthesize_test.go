@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"temper.codes/temper-train/analyze"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/observe/snapshot"
 	"temper.codes/temper-train/profiles"
 )
@@ -15,9 +16,9 @@ import (
 // mkSnapshot is a snapshot of a machine with the given cores and SMT width
 // and a pod whose two containers have the given CPU requests and limits.
 func mkSnapshot(cores, tpc int, requests, limits [2]int64) *snapshot.Snapshot {
-	t := &snapshot.Topology{}
+	t := &machine.Topology{}
 	for c := range cores {
-		core := snapshot.Core{CoreID: c}
+		core := machine.Core{CoreID: c}
 		for s := range tpc {
 			core.CPUs = append(core.CPUs, c+s*cores)
 		}
@@ -28,7 +29,7 @@ func mkSnapshot(cores, tpc int, requests, limits [2]int64) *snapshot.Snapshot {
 		all = append(all, cpu)
 	}
 	t.Online = all
-	t.NUMANodes = []snapshot.NUMANode{{ID: 0, CPUs: all}}
+	t.NUMANodes = []machine.NUMANode{{ID: 0, CPUs: all}}
 	return &snapshot.Snapshot{
 		Schema:   snapshot.Schema,
 		Topology: t,

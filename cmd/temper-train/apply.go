@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,14 +17,12 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
-	"temper.codes/temper-train/internal/atomicfile"
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/observe/target"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/scheduler/scx"
-	"temper.codes/temper-train/synthesize"
 )
 
 // applyFlags are apply's command-line settings.
@@ -38,6 +34,7 @@ type applyFlags struct {
 	statsJSON string
 	quiet     bool
 	revert    bool
+	demote    bool
 }
 
 // Backend choices of --backend.
@@ -46,9 +43,6 @@ const (
 	backendSchedExt = "sched_ext"
 	backendCFS      = "cfs"
 )
-
-// applyRefresh is how often apply looks for new threads of the target.
-const applyRefresh = 100 * time.Millisecond
 
 // applyReport is how often apply prints its stats table while it runs.
 const applyReport = 5 * time.Second
@@ -74,7 +68,10 @@ Backends (--backend):
              reason are printed.
 
 The profile is loaded strictly and linted for the chosen backend and this
-machine before anything changes; a lint error stops apply.
+machine before anything changes; a lint error stops apply. An exclusive group
+that needs more whole cores than this machine can give (one core always stays
+shared) is such an error; with --demote it gets latency treatment instead
+(what 'lint --demote' reports as "will be demoted").
 
 The cfs backend records every thread's original affinity, policy and nice in a
 state file before changing it (default /run/temper-train/apply-<pid>.json,
@@ -112,6 +109,7 @@ Needs root (CAP_SYS_NICE for cfs; CAP_BPF and CAP_SYS_ADMIN for sched_ext).`,
 	fl.StringVar(&f.statsJSON, "stats-json", "", "write the closing per-group stats and each thread's group to this JSON file")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress messages or periodic stats")
 	fl.BoolVar(&f.revert, "revert", false, "restore the threads a killed apply left changed, from its state file")
+	fl.BoolVar(&f.demote, "demote", false, "give an exclusive group too big for this machine latency treatment instead of refusing the profile")
 	return cmd
 }
 
@@ -150,43 +148,25 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 		}
 		return err
 	}
-	topo, err := snapshot.ReadTopology("/")
+	topo, err := machine.ReadTopology("/")
 	if err != nil {
 		return fmt.Errorf("CPU topology: %w", err)
 	}
-	if err := lintForApply(prof, profilePath, backend.Name(), topo, tgt, stderr); err != nil {
+	if prof, err = lintForApply(prof, profilePath, backend.Name(), topo, tgt, f.demote, stderr); err != nil {
 		return err
 	}
-	var processes atomic.Int64
-	processes.Store(int64(len(tgt.Tgids)))
-	plan, err := scheduler.NewPlan(prof, topo,
-		func() ([]profiles.Thread, error) {
-			ids, err := tgt.Refresh()
-			if err != nil {
-				return nil, err
-			}
-			processes.Store(int64(len(ids)))
-			return scheduler.ListThreads(ids)
-		})
+	plan, err := scheduler.NewPlan(prof, topo, scheduler.ThreadsOf(tgt.Refresh))
 	if err != nil {
 		return fmt.Errorf("%s: %w", profilePath, err)
 	}
 
-	// The backend's context is ours to cancel after the closing stats are
-	// read; a signal stops the loop below, which then reverts.
-	applyCtx, cancelApply := context.WithCancel(context.Background())
-	defer cancelApply()
-	applied, err := backend.Apply(applyCtx, plan)
+	// A signal (ctx) stops the session, which reads the closing stats and
+	// then reverts.
+	sess, err := scheduler.Start(ctx, backend, plan, scheduler.Options{For: f.forDur})
 	if err != nil {
 		return flatErr(err)
 	}
-	reverted := false
-	defer func() {
-		if !reverted {
-			applied.Revert()
-		}
-	}()
-	begin := time.Now()
+	defer sess.Stop()
 	state := ""
 	if backend.Name() == backendCFS {
 		state = f.state
@@ -205,56 +185,41 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	}
 	prog.say("applied profile %s with backend %s to %s (%d %s) %s%s", prof.ID, backend.Name(), tgt.Description, len(tgt.Tgids), procs, until, state)
 
-	reason, runErr := keepApplied(ctx, applied, f, &processes, func() {
-		if stats, err := applied.Stats(); err == nil {
-			fmt.Fprintf(stderr, "%.0fs applied:\n", time.Since(begin).Seconds())
-			printApplyStats(stderr, stats, time.Since(begin))
-		}
-	})
-	elapsed := time.Since(begin)
-
-	// Closing numbers first (a sched_ext scheduler's counters go with it),
-	// then revert.
-	threads, listErr := plan.Threads()
-	stats, statsErr := applied.Stats()
-	revertErr := applied.Revert()
-	reverted = true
-	cancelApply()
+	waitStopped(sess, stderr, f.quiet)
+	sum := sess.Stop()
+	reason := stopReason(sum.Reason, f.forDur)
 
 	var errs []error
-	if runErr != nil {
-		errs = append(errs, runErr)
+	if sum.Err != nil {
+		errs = append(errs, sum.Err)
 	}
-	if revertErr != nil {
+	if sum.RevertErr != nil {
 		msg := "revert: %w"
 		if state != "" {
 			msg += " (the state file is kept: run temper-train apply --revert to retry)"
 		}
-		errs = append(errs, fmt.Errorf(msg, revertErr))
+		errs = append(errs, fmt.Errorf(msg, sum.RevertErr))
 	}
-	if statsErr != nil {
-		errs = append(errs, fmt.Errorf("stats: %w", statsErr))
+	if sum.StatsErr != nil {
+		errs = append(errs, fmt.Errorf("stats: %w", sum.StatsErr))
 	}
-	if f.statsJSON != "" && statsErr == nil {
-		if listErr != nil {
-			threads = nil
-		}
-		if err := writeApplyStatsJSON(f.statsJSON, prof, backend.Name(), tgt.Description, reason, elapsed, stats, plan.Classifier, threads); err != nil {
-			errs = append(errs, err)
+	if f.statsJSON != "" && sum.StatsErr == nil {
+		if err := scheduler.NewReport(plan, backend.Name(), tgt.Description, reason, sum).Write(f.statsJSON); err != nil {
+			errs = append(errs, fmt.Errorf("--stats-json: %w", err))
 		}
 	}
 
 	fmt.Fprintf(stdout, "profile   %s (backend %s)\n", prof.ID, backend.Name())
 	fmt.Fprintf(stdout, "target    %s\n", tgt.Description)
-	fmt.Fprintf(stdout, "stopped   after %.2f s: %s\n", elapsed.Seconds(), reason)
-	if revertErr != nil {
+	fmt.Fprintf(stdout, "stopped   after %.2f s: %s\n", sum.Elapsed.Seconds(), reason)
+	if sum.RevertErr != nil {
 		fmt.Fprintln(stdout, "reverted  FAILED (see the error below)")
 	} else {
 		fmt.Fprintln(stdout, "reverted  every change")
 	}
-	if statsErr == nil {
+	if sum.StatsErr == nil {
 		fmt.Fprintln(stdout)
-		printApplyStats(stdout, stats, elapsed)
+		printApplyStats(stdout, sum.Stats, sum.Elapsed)
 	}
 	if len(errs) > 0 {
 		return flatErr(errors.Join(errs...))
@@ -262,42 +227,35 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	return nil
 }
 
-// keepApplied refreshes the applied profile every applyRefresh until ctx
-// ends (a signal), --for passes, the target has no process left, or a
-// refresh fails; report runs every applyReport unless --quiet. It returns
-// why it stopped.
-func keepApplied(ctx context.Context, applied scheduler.Applied, f applyFlags, processes *atomic.Int64, report func()) (string, error) {
-	tick := time.NewTicker(applyRefresh)
-	defer tick.Stop()
-	var deadline <-chan time.Time
-	if f.forDur > 0 {
-		t := time.NewTimer(f.forDur)
-		defer t.Stop()
-		deadline = t.C
+// waitStopped waits for the session to stop on its own, printing its stats
+// table every applyReport unless quiet.
+func waitStopped(sess *scheduler.Session, w io.Writer, quiet bool) {
+	if quiet {
+		<-sess.Done()
+		return
 	}
-	var reports <-chan time.Time
-	if !f.quiet {
-		r := time.NewTicker(applyReport)
-		defer r.Stop()
-		reports = r.C
-	}
+	r := time.NewTicker(applyReport)
+	defer r.Stop()
 	for {
 		select {
-		case <-ctx.Done():
-			return "interrupted", nil
-		case <-deadline:
-			return "--for " + f.forDur.String() + " passed", nil
-		case <-reports:
-			report()
-		case <-tick.C:
-			if err := applied.Refresh(); err != nil {
-				return "error", err
-			}
-			if processes.Load() == 0 {
-				return "the target exited", nil
+		case <-sess.Done():
+			return
+		case <-r.C:
+			if stats, err := sess.Stats(); err == nil {
+				elapsed := time.Since(sess.Began())
+				fmt.Fprintf(w, "%.0fs applied:\n", elapsed.Seconds())
+				printApplyStats(w, stats, elapsed)
 			}
 		}
 	}
+}
+
+// stopReason says in apply's words why the session stopped.
+func stopReason(r scheduler.StopReason, forDur time.Duration) string {
+	if r == scheduler.Elapsed {
+		return "--for " + forDur.String() + " passed"
+	}
+	return r.String()
 }
 
 // chooseBackend returns the backend --backend names, checked with its
@@ -334,13 +292,15 @@ func chooseBackend(name string, opts cfs.Options, w io.Writer) (scheduler.Backen
 
 // lintForApply lints the profile for the backend and this machine (and,
 // for a pod, its CPU request). Warnings are printed; an error stops apply
-// before anything changes.
-func lintForApply(p *profiles.Profile, path, backend string, topo *snapshot.Topology, tgt *target.Target, w io.Writer) error {
-	shape, err := synthesize.ShapeOf(topo)
+// before anything changes. With demote, exclusive groups too big for the
+// machine are given latency treatment (profiles.Demote) and the profile to
+// apply is the demoted one.
+func lintForApply(p *profiles.Profile, path, backend string, topo *machine.Topology, tgt *target.Target, demote bool, w io.Writer) (*profiles.Profile, error) {
+	shape, err := machine.ShapeOf(topo)
 	if err != nil {
-		return fmt.Errorf("machine shape: %w", err)
+		return nil, fmt.Errorf("machine shape: %w", err)
 	}
-	opt := profiles.LintOptions{Backend: backend, Shape: &shape}
+	opt := profiles.LintOptions{Backend: backend, Shape: &shape, Demote: demote}
 	if tgt.Pod != nil {
 		for _, c := range tgt.Pod.Containers {
 			opt.RequestMillicores += int(c.CPURequestMilli)
@@ -356,11 +316,19 @@ func lintForApply(p *profiles.Profile, path, backend string, topo *snapshot.Topo
 	}
 	switch len(errs) {
 	case 0:
-		return nil
 	case 1:
-		return fmt.Errorf("%s: %s; nothing was changed", path, errs[0])
+		return nil, fmt.Errorf("%s: %s; nothing was changed", path, errs[0])
+	default:
+		return nil, fmt.Errorf("%s: %s (and %d more lint errors); nothing was changed", path, errs[0], len(errs)-1)
 	}
-	return fmt.Errorf("%s: %s (and %d more lint errors); nothing was changed", path, errs[0], len(errs)-1)
+	if !demote {
+		return p, nil
+	}
+	q, notes := profiles.Demote(p, shape)
+	for _, n := range notes {
+		fmt.Fprintf(w, "%s: %s\n", path, n)
+	}
+	return q, nil
 }
 
 // printApplyStats prints one row per group and, below the table, what the
@@ -373,25 +341,34 @@ func printApplyStats(w io.Writer, stats []scheduler.GroupStats, elapsed time.Dur
 		groups []string
 	}
 	var notes []note
+	add := func(text, group string) {
+		i := slices.IndexFunc(notes, func(n note) bool { return n.text == text })
+		if i < 0 {
+			notes = append(notes, note{text: text})
+			i = len(notes) - 1
+		}
+		notes[i].groups = append(notes[i].groups, group)
+	}
 	for _, s := range stats {
-		sibling := fmt.Sprint(s.SiblingBusy)
+		for _, n := range s.Notes {
+			add(n, s.Group)
+		}
 		for _, m := range s.Missing {
-			if strings.HasPrefix(m, "sibling_busy") {
-				sibling = "-"
+			add(m.String(), s.Group)
+		}
+		count := func(c scheduler.Counter, v uint64) string {
+			if !s.Measures(c) {
+				return "-"
 			}
-			i := slices.IndexFunc(notes, func(n note) bool { return n.text == m })
-			if i < 0 {
-				notes = append(notes, note{text: m})
-				i = len(notes) - 1
-			}
-			notes[i].groups = append(notes[i].groups, s.Group)
+			return fmt.Sprint(v)
 		}
 		cpus := 0.0
 		if elapsed > 0 {
 			cpus = float64(s.RuntimeNs) / float64(elapsed.Nanoseconds())
 		}
 		t.Append(s.Group, string(s.Treatment), fmt.Sprint(s.Threads), fmt.Sprintf("%.2f", float64(s.RuntimeNs)/1e9),
-			fmt.Sprintf("%.2f", cpus), fmt.Sprint(s.Dispatches), fmt.Sprint(s.Preemptions), sibling)
+			fmt.Sprintf("%.2f", cpus), count(scheduler.Dispatches, s.Dispatches), count(scheduler.Preemptions, s.Preemptions),
+			count(scheduler.SiblingBusy, s.SiblingBusy))
 	}
 	t.Render()
 	for _, n := range notes {
@@ -403,79 +380,12 @@ func printApplyStats(w io.Writer, stats []scheduler.GroupStats, elapsed time.Dur
 	}
 }
 
-// ApplyStatsVersion is the version of the --stats-json schema.
-const ApplyStatsVersion = 1
-
-// applyStatsJSON is what --stats-json writes (docs/scheduler.md documents
-// it): the closing per-group stats and the group of each thread of the
-// target when apply stopped.
-type applyStatsJSON struct {
-	Version    int               `json:"version"`
-	Profile    string            `json:"profile"`
-	Backend    string            `json:"backend"`
-	Target     string            `json:"target"`
-	StopReason string            `json:"stop_reason"`
-	ElapsedNs  int64             `json:"elapsed_ns"`
-	Groups     []applyGroupJSON  `json:"groups"`
-	Threads    []applyThreadJSON `json:"threads"`
-}
-
-type applyGroupJSON struct {
-	Name        string   `json:"name"`
-	Treatment   string   `json:"treatment"`
-	Threads     int      `json:"threads"`
-	RuntimeNs   uint64   `json:"runtime_ns"`
-	Dispatches  uint64   `json:"dispatches"`
-	Preemptions uint64   `json:"preemptions"`
-	SiblingBusy uint64   `json:"sibling_busy"`
-	Missing     []string `json:"missing"`
-}
-
-type applyThreadJSON struct {
-	Tid   int    `json:"tid"`
-	Tgid  int    `json:"tgid"`
-	Comm  string `json:"comm"`
-	Group string `json:"group"` // the group's name; "" when no group matched
-	Index int    `json:"group_index"`
-}
-
-// writeApplyStatsJSON writes --stats-json atomically.
-func writeApplyStatsJSON(path string, p *profiles.Profile, backend, tgt, reason string, elapsed time.Duration,
-	stats []scheduler.GroupStats, cl *profiles.Classifier, threads []profiles.Thread) error {
-	out := applyStatsJSON{Version: ApplyStatsVersion, Profile: p.ID, Backend: backend, Target: tgt, StopReason: reason,
-		ElapsedNs: elapsed.Nanoseconds(), Groups: []applyGroupJSON{}, Threads: []applyThreadJSON{}}
-	for _, s := range stats {
-		missing := s.Missing
-		if missing == nil {
-			missing = []string{}
-		}
-		out.Groups = append(out.Groups, applyGroupJSON{Name: s.Group, Treatment: string(s.Treatment), Threads: s.Threads,
-			RuntimeNs: s.RuntimeNs, Dispatches: s.Dispatches, Preemptions: s.Preemptions, SiblingBusy: s.SiblingBusy, Missing: missing})
-	}
-	for _, th := range threads {
-		g := cl.Group(th)
-		name := ""
-		if g >= 0 {
-			name = p.ThreadGroups[g].Name
-		}
-		out.Threads = append(out.Threads, applyThreadJSON{Tid: th.Tid, Tgid: th.Tgid, Comm: th.Comm, Group: name, Index: g})
-	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return fmt.Errorf("--stats-json: %w", err)
-	}
-	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
-		_, err := w.Write(append(b, '\n'))
-		return err
-	})
-}
-
 // runRevert restores what killed applies left changed, from their state
 // files: the one given, or every one in the default directory whose apply
 // no longer runs.
 func runRevert(cmd *cobra.Command, f applyFlags, a []string) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if f.given() || f.container != "" || f.statsJSON != "" || f.state != "" || f.forDur != 0 || cmd.Flags().Changed("backend") {
+	if f.given() || f.container != "" || f.statsJSON != "" || f.state != "" || f.forDur != 0 || f.demote || cmd.Flags().Changed("backend") {
 		return usageError{errors.New("--revert takes only a state file: apply --revert [STATEFILE]")}
 	}
 	if len(a) > 1 {

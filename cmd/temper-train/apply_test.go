@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/procfs"
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
 )
@@ -148,7 +148,7 @@ func (w *workloadTree) views(t *testing.T) map[string]schedView {
 // the highest core.
 func exclusiveCPUs(t *testing.T) (excl, shared string) {
 	t.Helper()
-	topo, err := snapshot.ReadTopology("/")
+	topo, err := machine.ReadTopology("/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +250,7 @@ func TestApplyCommand(t *testing.T) {
 		t.Errorf("state file after a clean run: %v", err)
 	}
 
-	var stats applyStatsJSON
+	var stats scheduler.Report
 	b, err := os.ReadFile(statsPath)
 	must(t, err)
 	must(t, json.Unmarshal(b, &stats))
@@ -493,6 +493,54 @@ func TestApplyRefusesBeforeChanging(t *testing.T) {
 	}
 }
 
+// TestApplyDemote: a profile whose exclusive group cannot fit is refused
+// (the lint error says so); with --demote the group gets latency treatment
+// (nice -5 from the default weight, no exclusive core), as lint --demote
+// says it will.
+func TestApplyDemote(t *testing.T) {
+	needSchedPrivileges(t)
+	w := startWorkloadTree(t, buildWorkload(t))
+	before := w.views(t)
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "p.toml")
+	must(t, os.WriteFile(prof, []byte(strings.Replace(applyProfile, "exclusive_cores = 1", "exclusive_cores = 4096", 1)), 0o644))
+	pid := strconv.Itoa(w.cmd.Process.Pid)
+	code, _, stderr := runCLI("apply", prof, "--pid", pid, "--backend", "cfs", "--state", filepath.Join(dir, "s.json"), "--for", "1s", "-q")
+	if code != exitFailure || !strings.Contains(stderr, "apply refuses it") {
+		t.Errorf("without --demote: exit %d, stderr %q; want exit %d and \"apply refuses it\"", code, stderr, exitFailure)
+	}
+	done := make(chan struct {
+		code           int
+		stdout, stderr string
+	}, 1)
+	go func() {
+		c, o, e := runCLI("apply", prof, "--pid", pid, "--backend", "cfs", "--state", filepath.Join(dir, "s.json"), "--for", "3s", "--demote")
+		done <- struct {
+			code           int
+			stdout, stderr string
+		}{c, o, e}
+	}()
+	waitFor(t, "the demoted compute threads at latency nice", func() bool {
+		return readSched(t, w.tids["wl-compute-0"]).Nice == -5
+	})
+	// No group is exclusive any more: nobody's affinity changes.
+	if got := readSched(t, w.tids["wl-compute-0"]); got.CPUs != before["wl-compute-0"].CPUs {
+		t.Errorf("demoted compute thread confined to CPUs %s, was %s", got.CPUs, before["wl-compute-0"].CPUs)
+	}
+	r := <-done
+	if r.code != exitOK || !strings.Contains(r.stderr, "will be demoted to latency treatment") || !strings.Contains(r.stderr, "demoted to latency") {
+		t.Errorf("--demote: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "compute") || !strings.Contains(r.stdout, "latency") {
+		t.Errorf("--demote: the stats do not show compute as a latency group:\n%s", r.stdout)
+	}
+	for n, b := range before {
+		if got := readSched(t, w.tids[n]); got != b {
+			t.Errorf("after --demote: %s: %+v, want %+v", n, got, b)
+		}
+	}
+}
+
 // TestApplyUsage: calls that cannot mean anything exit 2.
 func TestApplyUsage(t *testing.T) {
 	cases := []struct {
@@ -506,6 +554,7 @@ func TestApplyUsage(t *testing.T) {
 		{[]string{"apply", "p.toml", "--pid", "1", "--for", "-1s"}, "--for"},
 		{[]string{"apply", "--revert", "--pid", "1"}, "--revert takes only a state file"},
 		{[]string{"apply", "--revert", "a.json", "b.json"}, "at most one"},
+		{[]string{"apply", "--revert", "--demote"}, "--revert takes only a state file"},
 		{[]string{"apply", "p.toml", "--pid", "1", "--", "sleep", "1"}, "no command after --"},
 		{[]string{"apply", "p.toml", "--container", "c", "--pid", "1", "--backend", "cfs"}, "container"},
 	}

@@ -53,7 +53,8 @@ against every backend temper-train ships (sched_ext and cfs). --shape (a
 shape key such as 8cpu-4c-smt2) and --request (a CPU quantity such as 2250m)
 replace the profile's own machine_shape and traits.cpu_request_millicores.
 --demote reports an exclusive group too big for the machine as a warning
-that it will be demoted to latency treatment instead of an error.
+that it will be demoted to latency treatment instead of an error: what
+'apply --demote' does with it (without --demote, apply refuses the profile).
 
 --builtin ID lints a compiled-in profile (repeatable; "all" for every one).
 
@@ -76,7 +77,7 @@ same id and shape, the most specific shape winning.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.backend, "backend", "", "check against this backend: sched_ext, cfs or scx-layered (default: sched_ext and cfs)")
 	fl.BoolVar(&f.strict, "strict", false, "treat warnings as errors")
-	fl.BoolVar(&f.demote, "demote", false, "an exclusive group too big for the machine is a warning (it will be demoted to latency), not an error")
+	fl.BoolVar(&f.demote, "demote", false, "an exclusive group too big for the machine is a warning (apply --demote demotes it to latency), not an error")
 	fl.StringVar(&f.shape, "shape", "", "the machine shape to check against, e.g. 8cpu-4c-smt2 (default: the profile's machine_shape)")
 	fl.StringVar(&f.request, "request", "", "the pod's CPU request, e.g. 2250m or 2.25 (default: the profile's traits.cpu_request_millicores)")
 	fl.StringSliceVar(&f.builtins, "builtin", nil, `lint the builtin profile with this id ("all" for every one)`)

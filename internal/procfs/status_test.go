@@ -88,3 +88,21 @@ func FuzzParseStatus(f *testing.F) {
 		}
 	})
 }
+
+func TestCaps(t *testing.T) {
+	s := Caps(1<<CapSysNice | 1<<CapBPF)
+	if !s.Has(CapSysNice, CapBPF) || s.Has(CapSysNice, CapSysAdmin) || !s.Has() {
+		t.Errorf("Has wrong for %x", uint64(s))
+	}
+	if got := s.Lacking(CapBPF, CapSysAdmin, CapPerfmon); got != "CAP_SYS_ADMIN and CAP_PERFMON" {
+		t.Errorf("Lacking = %q", got)
+	}
+	if got := s.Lacking(CapSysNice); got != "" {
+		t.Errorf("Lacking of a held capability = %q", got)
+	}
+	own, err := EffectiveCaps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("this process's effective capabilities: %#x", uint64(own))
+}

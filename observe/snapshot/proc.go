@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"temper.codes/temper-train/internal/procfs"
+	"temper.codes/temper-train/machine"
 )
 
 // ThreadState is what /proc said about one thread at one moment.
@@ -59,25 +60,6 @@ type ThreadCgroup struct {
 // threadCgroup is the snapshot's view of a thread's cgroups.
 func threadCgroup(c procfs.Cgroups) ThreadCgroup {
 	return ThreadCgroup{V2: c.V2, V1CPU: c.V1["cpu"]}
-}
-
-// policyNames are the kernel's scheduling policy numbers (uapi/linux/sched.h).
-var policyNames = map[int]string{
-	0: "SCHED_OTHER",
-	1: "SCHED_FIFO",
-	2: "SCHED_RR",
-	3: "SCHED_BATCH",
-	5: "SCHED_IDLE",
-	6: "SCHED_DEADLINE",
-	7: "SCHED_EXT",
-}
-
-// PolicyName names a scheduling policy number; an unknown one reads SCHED_<n>.
-func PolicyName(policy int) string {
-	if n, ok := policyNames[policy]; ok {
-		return n
-	}
-	return "SCHED_" + strconv.Itoa(policy)
 }
 
 // procReader reads threads from a proc file system. ticks is the kernel's
@@ -176,7 +158,7 @@ func (p procReader) readThread(proc procfs.FS, tgid, tid int) (threadRecord, err
 	if err != nil {
 		return threadRecord{}, gone(err)
 	}
-	cpus, err := ParseCPUList(status.CPUsAllowedList)
+	cpus, err := machine.ParseCPUList(status.CPUsAllowedList)
 	if err != nil {
 		return threadRecord{}, fmt.Errorf("read %s: Cpus_allowed_list: %w", proc.TaskPath(tgid, tid, "status"), err)
 	}
@@ -190,7 +172,7 @@ func (p procReader) readThread(proc procfs.FS, tgid, tid int) (threadRecord, err
 			CPU:                      stat.Processor,
 			CPUsAllowedList:          status.CPUsAllowedList,
 			CPUsAllowed:              cpus,
-			Policy:                   PolicyName(stat.Policy),
+			Policy:                   machine.PolicyName(stat.Policy),
 			PolicyNum:                stat.Policy,
 			Nice:                     stat.Nice,
 			RTPriority:               stat.RTPriority,

@@ -35,6 +35,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"temper.codes/temper-train/machine"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -98,18 +99,18 @@ func (e EventCounts) Lost() int64 {
 // Snapshot is the state recorded around one trace. Begin fills the begin
 // halves, End the end halves; the caller fills Events.
 type Snapshot struct {
-	Schema   string         `json:"schema"`
-	Host     Host           `json:"host"`
-	Taken    Taken          `json:"taken"`
-	Target   Target         `json:"target"`
-	Pod      *Pod           `json:"pod,omitempty"`
-	Trace    TraceParams    `json:"trace"`
-	Events   EventCounts    `json:"events"`
-	Topology *Topology      `json:"topology"`
-	Threads  []Thread       `json:"threads"` // sorted by tgid, tid, start
-	Cgroups  []CgroupRecord `json:"cgroups"` // the one governing CPU first; see CPUCgroup
-	Agent    *Agent         `json:"agent,omitempty"`
-	Warnings []string       `json:"warnings"`
+	Schema   string            `json:"schema"`
+	Host     Host              `json:"host"`
+	Taken    Taken             `json:"taken"`
+	Target   Target            `json:"target"`
+	Pod      *Pod              `json:"pod,omitempty"`
+	Trace    TraceParams       `json:"trace"`
+	Events   EventCounts       `json:"events"`
+	Topology *machine.Topology `json:"topology"`
+	Threads  []Thread          `json:"threads"` // sorted by tgid, tid, start
+	Cgroups  []CgroupRecord    `json:"cgroups"` // the one governing CPU first; see CPUCgroup
+	Agent    *Agent            `json:"agent,omitempty"`
+	Warnings []string          `json:"warnings"`
 
 	// live is set by Begin: what End needs to read the system again.
 	live *liveState
@@ -270,7 +271,7 @@ func Begin(ctx context.Context, opts Options) (*Snapshot, error) {
 	s.Taken.Begin.DoneMonotonicNs, _ = monotonicNow()
 	s.Taken.Begin.DoneBoottimeNs = boottimeNow()
 
-	if s.Topology, err = ReadTopology("/"); err != nil {
+	if s.Topology, err = machine.ReadTopology("/"); err != nil {
 		return nil, fmt.Errorf("snapshot begin: %w", err)
 	}
 	if len(s.Topology.LLCs) == 0 {

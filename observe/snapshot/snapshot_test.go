@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"temper.codes/temper-train/machine"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/snapshot.golden.json from the fixed snapshot")
@@ -51,17 +53,17 @@ func fixedSnapshot() *Snapshot {
 			Containers:  []Container{{Name: "app", Image: "web:1", CPURequestMilli: 500, CPULimitMilli: 2000}}},
 		Trace:  TraceParams{Attach: "tp_btf", DurationNs: 10_000_000_000, MaxEvents: 1 << 20, Params: map[string]string{"buffer": "8MiB"}},
 		Events: EventCounts{Total: 123456, LostPerCPU: []int64{0, 3, 0, 0}},
-		Topology: &Topology{
+		Topology: &machine.Topology{
 			OnlineList: "0-3", Online: []int{0, 1, 2, 3},
-			CPUs: []CPU{
+			CPUs: []machine.CPU{
 				{ID: 0, CoreID: 0, Package: 0, Siblings: []int{0, 2}, Core: 0, LLC: 0, NUMANode: 0},
 				{ID: 1, CoreID: 1, Package: 0, Siblings: []int{1, 3}, Core: 1, LLC: 0, NUMANode: 0},
 				{ID: 2, CoreID: 0, Package: 0, Siblings: []int{0, 2}, Core: 0, LLC: 0, NUMANode: 0},
 				{ID: 3, CoreID: 1, Package: 0, Siblings: []int{1, 3}, Core: 1, LLC: 0, NUMANode: 0},
 			},
-			Cores:     []Core{{Package: 0, CoreID: 0, CPUs: []int{0, 2}}, {Package: 0, CoreID: 1, CPUs: []int{1, 3}}},
-			LLCs:      []LLC{{ID: 0, Level: 3, CPUs: []int{0, 1, 2, 3}}},
-			NUMANodes: []NUMANode{{ID: 0, CPUs: []int{0, 1, 2, 3}}},
+			Cores:     []machine.Core{{Package: 0, CoreID: 0, CPUs: []int{0, 2}}, {Package: 0, CoreID: 1, CPUs: []int{1, 3}}},
+			LLCs:      []machine.LLC{{ID: 0, Level: 3, CPUs: []int{0, 1, 2, 3}}},
+			NUMANodes: []machine.NUMANode{{ID: 0, CPUs: []int{0, 1, 2, 3}}},
 		},
 		Threads: []Thread{
 			{Tid: 100, Tgid: 100, StartTicks: 5000, Comm: "a) b (c)", PresentAtBegin: true, PresentAtEnd: true, Begin: begin, End: &end},

@@ -35,6 +35,12 @@ type applied struct {
 	dirty      bool // the state file lacks a change (a recorded thread dropped)
 	reverted   bool
 	failed     map[int]*thread // threads whose revert failed, kept for a retry
+
+	cpuset cpusetPlan
+	// narrowed are the cgroups whose cpusets lost the exclusive CPUs, in
+	// the order narrowed (children first); after Revert, those whose
+	// restore failed.
+	narrowed []Cpuset
 }
 
 // thread is one thread of the target as the backend tracks it.
@@ -51,6 +57,7 @@ type thread struct {
 // counters are a thread's cumulative scheduling counters.
 type counters struct {
 	runtimeNs    uint64 // /proc/TID/schedstat field 1, or utime+stime
+	waitNs       uint64 // /proc/TID/schedstat field 2 (0 without it)
 	voluntary    uint64
 	nonvoluntary uint64
 }
@@ -62,11 +69,12 @@ func (c counters) sub(b counters) counters {
 		}
 		return x - y
 	}
-	return counters{d(c.runtimeNs, b.runtimeNs), d(c.voluntary, b.voluntary), d(c.nonvoluntary, b.nonvoluntary)}
+	return counters{d(c.runtimeNs, b.runtimeNs), d(c.waitNs, b.waitNs), d(c.voluntary, b.voluntary), d(c.nonvoluntary, b.nonvoluntary)}
 }
 
 func (c *counters) add(o counters) {
 	c.runtimeNs += o.runtimeNs
+	c.waitNs += o.waitNs
 	c.voluntary += o.voluntary
 	c.nonvoluntary += o.nonvoluntary
 }
@@ -78,13 +86,13 @@ const statsInterval = time.Second
 
 // Refresh lists the target's threads again: new threads are recorded and
 // treated, threads whose name changed into another group are put back and
-// treated anew, and threads that are gone are dropped. After Revert it does
-// nothing.
+// treated anew, and threads that are gone are dropped. After Revert it
+// changes nothing and returns an error wrapping scheduler.ErrReverted.
 func (a *applied) Refresh() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.reverted {
-		return nil
+		return fmt.Errorf("cfs: refresh: %w", scheduler.ErrReverted)
 	}
 	return a.refresh()
 }
@@ -135,7 +143,7 @@ func (a *applied) refresh() error {
 	var admitted []*thread
 	for _, pt := range fresh {
 		th, err := a.admit(pt)
-		if errors.Is(err, scheduler.ErrThreadGone) || errors.Is(err, errThreadExited) {
+		if errors.Is(err, scheduler.ErrThreadGone) {
 			continue
 		}
 		if err != nil {
@@ -149,7 +157,7 @@ func (a *applied) refresh() error {
 		// Put back what the old group changed; the new group's wishes are
 		// computed from the original.
 		if th.Changed.any() {
-			if err := restore(th.Tid, th.Original, th.Changed); err != nil && !errors.Is(err, errThreadExited) {
+			if err := restore(th.Tid, th.Original, th.Changed); err != nil && !errors.Is(err, scheduler.ErrThreadGone) {
 				return fmt.Errorf("cfs: thread %d (%s) moved to another group: %w", th.Tid, th.Comm, err)
 			}
 		}
@@ -169,12 +177,50 @@ func (a *applied) refresh() error {
 			continue
 		}
 		if err := change(th.Tid, th.Original, th.applied, th.Changed); err != nil {
-			if errors.Is(err, errThreadExited) {
+			if errors.Is(err, scheduler.ErrThreadGone) {
 				continue
 			}
 			return fmt.Errorf("cfs: group %q: thread %d (%s): %w", a.statName(th.group), th.Tid, th.Comm, err)
 		}
 		th.inForce = true
+	}
+	if sample {
+		return a.narrow()
+	}
+	return nil
+}
+
+// narrow takes the exclusive CPUs out of the cpusets of every cgroup in
+// scope that holds no thread of the target (new cgroups included, on later
+// calls): recorded in the state file first, then written.
+func (a *applied) narrow() error {
+	if a.cpuset.dir == "" {
+		return nil
+	}
+	var recs []Record
+	for _, th := range a.threads {
+		recs = append(recs, th.Record)
+	}
+	done := map[string]bool{}
+	for _, c := range a.narrowed {
+		done[c.Path] = true
+	}
+	keep := keptCgroups(a.cpuset.dir, a.cpuset.v2, recs)
+	cs, err := narrowCpusets(a.cpuset.dir, a.cpuset.scope, a.cpuset.v2, a.exclusive, keep, done, a.note)
+	if err != nil || len(cs) == 0 {
+		return err
+	}
+	a.narrowed = append(a.narrowed, cs...)
+	if err := a.writeState(); err != nil {
+		return fmt.Errorf("cfs: %w", err)
+	}
+	for _, c := range cs {
+		if err := setCpus(c.Path, c.Set); err != nil {
+			if _, gone := os.Stat(c.Path); gone != nil {
+				continue // removed meanwhile
+			}
+			return fmt.Errorf("cfs: %w", err)
+		}
 	}
 	return nil
 }
@@ -343,14 +389,14 @@ func restore(tid int, orig Settings, f Fields) error {
 	}
 	err := errors.Join(errs...)
 	if err != nil && allExited(errs) {
-		return errThreadExited
+		return scheduler.ErrThreadGone
 	}
 	return err
 }
 
 func allExited(errs []error) bool {
 	for _, e := range errs {
-		if e != nil && !errors.Is(e, errThreadExited) {
+		if e != nil && !errors.Is(e, scheduler.ErrThreadGone) {
 			return false
 		}
 	}
@@ -376,7 +422,7 @@ func (a *applied) statIndex(g int) int {
 // statName names group g as Stats does.
 func (a *applied) statName(g int) string {
 	if g < 0 {
-		return UnmatchedGroup
+		return scheduler.Unmatched
 	}
 	return a.groupName(g)
 }
@@ -388,16 +434,18 @@ func (a *applied) groupName(g int) string {
 	return a.plan.Profile.ThreadGroups[g].Name
 }
 
-// UnmatchedGroup names, in Stats, the threads no group matched.
-const UnmatchedGroup = "(unmatched)"
-
 // Stats returns each group's counters since its threads were first seen,
-// then the threads no group matched. Runtime is from /proc/TID/schedstat;
-// dispatches are context switches, preemptions involuntary ones.
+// then the threads no group matched. Runtime and wait are from
+// /proc/TID/schedstat; preemptions are involuntary context switches; CFS
+// has no dispatch queues and no SMT sibling counter.
 func (a *applied) Stats() ([]scheduler.GroupStats, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if a.reverted {
+		return nil, fmt.Errorf("cfs: stats: %w", scheduler.ErrReverted)
+	}
 	_, noSchedstat := os.Stat("/proc/self/schedstat")
+	now := time.Now()
 	n := len(a.groups) + 1
 	sum := slices.Clone(a.retired)
 	threads := make([]int, n)
@@ -419,22 +467,23 @@ func (a *applied) Stats() ([]scheduler.GroupStats, error) {
 		if i < len(a.groups) {
 			g := a.plan.Profile.ThreadGroups[i]
 			s.Group, s.Treatment = g.Name, g.Treatment
-			s.Missing = append(s.Missing, a.groups[i].notes...)
+			s.Notes = append(s.Notes, a.groups[i].notes...)
 		} else {
-			s.Group, s.Treatment = UnmatchedGroup, profiles.Normal
+			s.Group, s.Treatment = scheduler.Unmatched, profiles.Normal
 		}
-		s.Threads = threads[i]
+		s.Threads, s.At = threads[i], now
 		s.RuntimeNs = sum[i].runtimeNs
-		s.Dispatches = sum[i].voluntary + sum[i].nonvoluntary
+		s.WaitNs = sum[i].waitNs
 		s.Preemptions = sum[i].nonvoluntary
 		s.Missing = append(s.Missing,
-			"dispatches: context switches (voluntary + involuntary, from /proc), not scheduler dispatches",
-			"sibling_busy: not measured by the CFS backend")
+			scheduler.Unmeasured{Counter: scheduler.Dispatches, Why: "CFS has no dispatch queues (preemptions are involuntary context switches)"},
+			scheduler.Unmeasured{Counter: scheduler.SiblingBusy, Why: "not measured by the CFS backend"})
 		if noSchedstat != nil {
-			s.Missing = append(s.Missing, "runtime: utime+stime at clock-tick resolution (no /proc/TID/schedstat)")
+			s.Missing = append(s.Missing, scheduler.Unmeasured{Counter: scheduler.Wait, Why: "no /proc/TID/schedstat"})
+			s.Notes = append(s.Notes, "runtime: utime+stime at clock-tick resolution (no /proc/TID/schedstat)")
 		}
 		if kept[i] > 0 {
-			s.Missing = append(s.Missing, fmt.Sprintf("%d thread(s) allowed only on exclusive CPUs kept their affinity", kept[i]))
+			s.Notes = append(s.Notes, fmt.Sprintf("%d thread(s) allowed only on exclusive CPUs kept their affinity", kept[i]))
 		}
 	}
 	return out, nil
@@ -446,7 +495,7 @@ func readCounters(tid int) (counters, error) {
 	var proc procfs.FS
 	var c counters
 	if ss, err := proc.Schedstat(tid); err == nil {
-		c.runtimeNs = ss.RunNs
+		c.runtimeNs, c.waitNs = ss.RunNs, ss.WaitNs
 	} else {
 		st, err := proc.Stat(tid)
 		if err != nil {
@@ -497,7 +546,12 @@ func (a *applied) Revert() error {
 			delete(a.failed, th.Tid)
 		}
 	}
-	if len(a.failed) == 0 {
+	failed, err := restoreCpusets(a.narrowed, a.note)
+	a.narrowed = failed
+	if err != nil {
+		errs = append(errs, fmt.Errorf("cfs: %w", err))
+	}
+	if len(a.failed) == 0 && len(a.narrowed) == 0 {
 		if err := os.Remove(a.statePath); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, fmt.Errorf("cfs: remove state file: %w", err))
 		}
@@ -522,7 +576,7 @@ func revertRecord(r Record, note func(string)) error {
 		return nil
 	}
 	if err := restore(r.Tid, r.Original, r.Changed); err != nil {
-		if errors.Is(err, errThreadExited) {
+		if errors.Is(err, scheduler.ErrThreadGone) {
 			note(fmt.Sprintf("thread %d (%s) exited: nothing to restore", r.Tid, r.Comm))
 			return nil
 		}

@@ -7,9 +7,12 @@
 //
 //   - exclusive: the group's threads get the group's CPUs (whole cores, SMT
 //     siblings included, from scheduler.Allocate); every other thread of the
-//     workload is moved off those CPUs. Other processes and pods are not
-//     touched, so they may still run there and on the siblings: CFS cannot
-//     reserve cores, only keep the workload's own threads apart.
+//     workload is moved off those CPUs; and, as the kubelet's static CPU
+//     manager does for a Guaranteed pod, every other cgroup in the cpuset
+//     hierarchy (v1 or v2; Options.CpusetScope narrows where) loses those
+//     CPUs from its cpuset.cpus while applied, recorded in the state file
+//     and restored exactly on revert. Tasks in the root cpuset cgroup cannot
+//     be kept off that way and may still run there.
 //   - latency: nice from the group's weight (NiceForWeight; -5 without one),
 //     and SCHED_RR at rt_priority when the profile sets one, bounded by the
 //     kernel's RT throttling (refused when sched_rt_runtime_us is -1).
@@ -27,7 +30,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -58,6 +63,19 @@ type Options struct {
 	// cannot do for a group, threads that exited or were left alone. Nil
 	// drops them.
 	Note func(msg string)
+	// CgroupRoot is where the cgroup hierarchies are mounted
+	// (DefaultCgroupRoot when empty).
+	CgroupRoot string
+	// CpusetScope is the cgroup directory (in the cpuset hierarchy) below
+	// which other cgroups lose the exclusive CPUs while a profile with
+	// exclusive groups is applied; empty means the whole hierarchy, as the
+	// kubelet's static CPU manager does for every other pod. Tests narrow
+	// it to cgroups of their own.
+	CpusetScope string
+	// LeaveCpusets keeps the backend from narrowing other cgroups'
+	// cpusets: exclusive groups then only keep the workload's own other
+	// threads off their CPUs.
+	LeaveCpusets bool
 }
 
 // Backend is the CFS backend. It implements scheduler.Backend.
@@ -72,30 +90,13 @@ func New(opts Options) *Backend { return &Backend{opts: opts} }
 func (b *Backend) Name() string { return Name }
 
 // Probe checks that this process may change other threads' affinity,
-// policy and nice: that takes CAP_SYS_NICE (root has it unless a container
-// dropped it).
+// policy and nice: that takes CAP_SYS_NICE.
 func (b *Backend) Probe() error {
-	ok, err := hasCapability(unix.CAP_SYS_NICE)
+	caps, err := procfs.EffectiveCaps()
 	if err != nil {
 		return fmt.Errorf("cfs backend: %w: %v", scheduler.ErrUnsupported, err)
 	}
-	if !ok {
-		return fmt.Errorf("cfs backend: %w: changing other processes' thread affinity, policy and nice needs CAP_SYS_NICE: run as root (or grant CAP_SYS_NICE)", scheduler.ErrUnsupported)
-	}
-	return nil
-}
-
-// hasCapability reads the effective capability set from this process's
-// /proc status.
-func hasCapability(c int) (bool, error) {
-	st, err := procfs.FS{}.Status(os.Getpid())
-	if err != nil {
-		return false, fmt.Errorf("read capabilities: %w", err)
-	}
-	if st.Present&procfs.StatusCapEff == 0 {
-		return false, fmt.Errorf("read capabilities: /proc/self/status has no CapEff line")
-	}
-	return st.CapEff&(1<<uint(c)) != 0, nil
+	return scheduler.CheckPrivileges(caps, Name, "changing other processes' thread affinity, policy and nice", procfs.CapSysNice)
 }
 
 // treatment is what one thread group's threads get.
@@ -135,6 +136,7 @@ func (b *Backend) Apply(ctx context.Context, p scheduler.Plan) (scheduler.Applie
 		return nil, fmt.Errorf("cfs: %w", err)
 	}
 	a := &applied{
+		cpuset:    b.cpusetSetup(excl),
 		plan:      p,
 		groups:    groups,
 		exclusive: excl,
@@ -148,9 +150,16 @@ func (b *Backend) Apply(ctx context.Context, p scheduler.Plan) (scheduler.Applie
 		a.note = func(string) {}
 	}
 	for i, g := range p.Profile.ThreadGroups {
-		if g.Treatment == profiles.Exclusive {
-			a.note(fmt.Sprintf("cfs: group %q gets CPUs %s (whole cores); the workload's other threads are moved off them, but CFS cannot keep other processes or pods off them or their SMT siblings", g.Name, cpuString(groups[i].cpus)))
+		if g.Treatment != profiles.Exclusive {
+			continue
 		}
+		if a.cpuset.dir != "" {
+			a.note(fmt.Sprintf("cfs: group %q gets CPUs %s (whole cores); the workload's other threads are moved off them, and every other cgroup below %s loses them from its cpuset; tasks in the root cpuset cgroup can still run there", g.Name, cpuString(groups[i].cpus), a.cpuset.scope))
+			groups[i].notes = slices.DeleteFunc(groups[i].notes, func(n string) bool { return strings.HasPrefix(n, "exclusivity partial") })
+			groups[i].notes = append(groups[i].notes, "exclusivity through cpusets: other cgroups below "+a.cpuset.scope+" are kept off CPUs "+cpuString(groups[i].cpus)+"; tasks in the root cpuset cgroup are not")
+			continue
+		}
+		a.note(fmt.Sprintf("cfs: group %q gets CPUs %s (whole cores); the workload's other threads are moved off them, but CFS cannot keep other processes or pods off them or their SMT siblings", g.Name, cpuString(groups[i].cpus)))
 	}
 	// The state file exists before the first change, so a crash at any
 	// point leaves a record of what to put back.
@@ -171,6 +180,34 @@ func (b *Backend) Apply(ctx context.Context, p scheduler.Plan) (scheduler.Applie
 	}
 	context.AfterFunc(ctx, func() { a.Revert() })
 	return a, nil
+}
+
+// cpusetPlan is where the backend narrows other cgroups' cpusets; dir is
+// "" when it does not.
+type cpusetPlan struct {
+	dir, scope string
+	v2         bool
+}
+
+// cpusetSetup decides whether and where other cgroups lose the exclusive
+// CPUs excl.
+func (b *Backend) cpusetSetup(excl []int) cpusetPlan {
+	if len(excl) == 0 || b.opts.LeaveCpusets {
+		return cpusetPlan{}
+	}
+	root := b.opts.CgroupRoot
+	if root == "" {
+		root = DefaultCgroupRoot
+	}
+	dir, v2, ok := cpusets(root)
+	if !ok {
+		return cpusetPlan{}
+	}
+	scope := dir
+	if b.opts.CpusetScope != "" {
+		scope = b.opts.CpusetScope
+	}
+	return cpusetPlan{dir: dir, scope: scope, v2: v2}
 }
 
 // treatments turns the profile's groups into what this backend does for

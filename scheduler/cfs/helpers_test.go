@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/procfs"
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 )
@@ -107,7 +107,7 @@ type kernelView struct {
 }
 
 func (k kernelView) String() string {
-	return fmt.Sprintf("cpus %s %s prio %d nice %d", k.CPUs, snapshot.PolicyName(k.Policy), k.RTPrio, k.Nice)
+	return fmt.Sprintf("cpus %s %s prio %d nice %d", k.CPUs, machine.PolicyName(k.Policy), k.RTPrio, k.Nice)
 }
 
 func readKernel(t *testing.T, tid int) kernelView {
@@ -137,7 +137,7 @@ func (p *proc) views(t *testing.T) map[string]kernelView {
 // plan builds a plan for the processes pids on this machine.
 func plan(t *testing.T, prof *profiles.Profile, pids ...int) scheduler.Plan {
 	t.Helper()
-	topo, err := snapshot.ReadTopology("/")
+	topo, err := machine.ReadTopology("/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func plan(t *testing.T, prof *profiles.Profile, pids ...int) scheduler.Plan {
 // groups take whole cores and one must stay shared).
 func needCores(t *testing.T, n int) {
 	t.Helper()
-	topo, err := snapshot.ReadTopology("/")
+	topo, err := machine.ReadTopology("/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func cpus(c []int) string { return cpuString(c) }
 // minus returns the online CPUs of list that are not in drop.
 func minus(t *testing.T, list string, drop []int) string {
 	t.Helper()
-	all, err := snapshot.ParseCPUList(list)
+	all, err := machine.ParseCPUList(list)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func exec1(t *testing.T) int {
 
 func parseCPUs(t *testing.T, list string) []int {
 	t.Helper()
-	c, err := snapshot.ParseCPUList(list)
+	c, err := machine.ParseCPUList(list)
 	must(t, err)
 	return c
 }

@@ -28,6 +28,9 @@ type State struct {
 	Pid      int      `json:"pid"`
 	PidStart uint64   `json:"pid_start_ticks"`
 	Threads  []Record `json:"threads"` // threads with something changed, by tid
+	// Cpusets are the cgroups whose cpusets lost the exclusive CPUs, in
+	// the order narrowed (restored in reverse).
+	Cpusets []Cpuset `json:"cpusets,omitempty"`
 }
 
 // Record is one changed thread.
@@ -65,6 +68,7 @@ func (a *applied) writeState() error {
 		}
 	}
 	slices.SortFunc(st.Threads, func(x, y Record) int { return x.Tid - y.Tid })
+	st.Cpusets = a.narrowed
 	return writeStateFile(a.statePath, &st)
 }
 
@@ -115,8 +119,8 @@ func ReadState(path string) (*State, error) {
 // reverts racing would be worse than one.
 var ErrOwnerRunning = errors.New("the apply that wrote it is still running")
 
-// RevertFile restores every thread a state file records, as Revert would
-// have: threads that exited are skipped and tids reused by other threads
+// RevertFile restores every thread and cgroup cpuset a state file
+// records, as Revert would have: threads that exited are skipped and tids reused by other threads
 // are not touched (each reported through note), failures are joined and do
 // not stop the others. The file is removed when everything is back, and
 // rewritten with the threads that failed otherwise. A state file whose
@@ -140,12 +144,16 @@ func RevertFile(path string, note func(string)) error {
 			left = append(left, r)
 		}
 	}
-	if len(left) == 0 {
+	leftSets, err := restoreCpusets(st.Cpusets, note)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if len(left) == 0 && len(leftSets) == 0 {
 		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 			errs = append(errs, fmt.Errorf("remove state file: %w", err))
 		}
 	} else {
-		st.Threads = left
+		st.Threads, st.Cpusets = left, leftSets
 		if err := writeStateFile(path, st); err != nil {
 			errs = append(errs, err)
 		}

@@ -10,7 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/machine"
+	"temper.codes/temper-train/scheduler"
 )
 
 // Settings are the scheduling settings of one thread that this backend may
@@ -56,7 +57,7 @@ func (f Fields) String() string {
 }
 
 // policyName names a policy as the kernel's headers do.
-func policyName(p int) string { return snapshot.PolicyName(p) }
+func policyName(p int) string { return machine.PolicyName(p) }
 
 // readSettings reads tid's current settings with sched_getaffinity and
 // sched_getattr.
@@ -129,16 +130,12 @@ func setNice(tid, nice int) error {
 func sysErr(what string, err error) error {
 	switch {
 	case errors.Is(err, unix.ESRCH):
-		return fmt.Errorf("%s: %w", what, errThreadExited)
+		return fmt.Errorf("%s: %w", what, scheduler.ErrThreadGone)
 	case errors.Is(err, unix.EPERM):
 		return fmt.Errorf("%s: %w (needs root or CAP_SYS_NICE)", what, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
-
-// errThreadExited marks a thread that exited between being listed and
-// being changed: not a failure.
-var errThreadExited = errors.New("thread exited")
 
 func cpuList(set *unix.CPUSet) []int {
 	var out []int
@@ -151,29 +148,7 @@ func cpuList(set *unix.CPUSet) []int {
 }
 
 // cpuString formats CPUs as a kernel CPU list, e.g. "0-3,6".
-func cpuString(cpus []int) string {
-	if len(cpus) == 0 {
-		return "(none)"
-	}
-	c := slices.Sorted(slices.Values(cpus))
-	var b strings.Builder
-	for i := 0; i < len(c); {
-		j := i
-		for j+1 < len(c) && c[j+1] == c[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(c[i]))
-		if j > i {
-			b.WriteByte('-')
-			b.WriteString(strconv.Itoa(c[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
-}
+func cpuString(cpus []int) string { return machine.FormatCPUList(cpus) }
 
 // intersect returns the CPUs in both a and b, sorted.
 func intersect(a, b []int) []int {

@@ -407,7 +407,7 @@ func (a *Applied) Refresh() error {
 	done := a.done
 	a.mu.Unlock()
 	if done {
-		return errors.New("sched_ext backend: refresh after revert")
+		return fmt.Errorf("sched_ext backend: refresh: %w", scheduler.ErrReverted)
 	}
 	threads, err := a.plan.Threads()
 	if err != nil {
@@ -427,7 +427,7 @@ func (a *Applied) Stats() ([]scheduler.GroupStats, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.done {
-		return nil, errors.New("sched_ext backend: stats after revert")
+		return nil, fmt.Errorf("sched_ext backend: stats: %w", scheduler.ErrReverted)
 	}
 	// Thread counts as the kernel's map holds them, not as we meant to
 	// write them.
@@ -444,12 +444,14 @@ func (a *Applied) Stats() ([]scheduler.GroupStats, error) {
 	}
 	out := make([]scheduler.GroupStats, len(a.cfg.Layers))
 	m := a.coll.Maps[bpf.SchedulerMapStats]
+	now := time.Now()
 	for i := range a.cfg.Layers {
 		var per []stats
 		if err := m.Lookup(uint32(i), &per); err != nil {
 			return nil, fmt.Errorf("sched_ext backend: read stats of layer %s: %w", a.cfg.Names[i], err)
 		}
-		g := scheduler.GroupStats{Group: a.cfg.Names[i], Treatment: a.cfg.Treatments[i], Threads: count[i]}
+		g := scheduler.GroupStats{Group: a.cfg.Names[i], Treatment: a.cfg.Treatments[i], Threads: count[i], At: now,
+			Missing: []scheduler.Unmeasured{{Counter: scheduler.Wait, Why: "not measured by the sched_ext backend"}}}
 		for _, s := range per {
 			g.RuntimeNs += s.RuntimeNs
 			g.Dispatches += s.Dispatches
@@ -462,13 +464,13 @@ func (a *Applied) Stats() ([]scheduler.GroupStats, error) {
 }
 
 // Assignments reads the kernel's tid → layer map back, as group names (the
-// default layer is "default"). Tests and debugging use it to check that
+// default layer is scheduler.Unmatched). Tests and debugging use it to check that
 // each thread sits where the profile puts it.
 func (a *Applied) Assignments() (map[int]string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.done {
-		return nil, errors.New("sched_ext backend: assignments after revert")
+		return nil, fmt.Errorf("sched_ext backend: assignments: %w", scheduler.ErrReverted)
 	}
 	out := map[int]string{}
 	var tid, layer uint32

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 )
@@ -86,7 +86,7 @@ type stats struct {
 // group then the default layer, each CPU's role, and the order in which
 // shared CPUs consume the layers' DSQs.
 type config struct {
-	Names      []string // per layer; the default layer is "default"
+	Names      []string // per layer; the default layer is scheduler.Unmatched
 	Treatments []profiles.Treatment
 	Layers     []layerConfig
 	CPUs       []cpuConfig // indexed by CPU id, len = highest CPU + 1
@@ -191,7 +191,7 @@ func buildConfig(p scheduler.Plan) (*config, error) {
 		c.Treatments = append(c.Treatments, g.Treatment)
 		c.Layers = append(c.Layers, l)
 	}
-	c.Names = append(c.Names, "default")
+	c.Names = append(c.Names, scheduler.Unmatched)
 	c.Treatments = append(c.Treatments, profiles.Normal)
 	c.Layers = append(c.Layers, layerConfig{Treatment: tsNormal, Weight: 100, SliceNs: uint64(DefaultSlice(profiles.Normal))})
 
@@ -223,7 +223,7 @@ func buildConfig(p scheduler.Plan) (*config, error) {
 
 // cpuIndex returns the index of CPU id in the plan's topology.
 func cpuIndex(p scheduler.Plan, id int) int {
-	return slices.IndexFunc(p.Topology.CPUs, func(c snapshot.CPU) bool { return c.ID == id })
+	return slices.IndexFunc(p.Topology.CPUs, func(c machine.CPU) bool { return c.ID == id })
 }
 
 // primary returns the lowest CPU among cpu's SMT siblings.

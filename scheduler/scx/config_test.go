@@ -9,20 +9,20 @@ import (
 	"github.com/cilium/ebpf/btf"
 
 	"temper.codes/temper-train/bpf"
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 )
 
 // smtTopology is cores × 2 hyperthreads, siblings numbered like the test
 // VM's (core c = CPUs 2c and 2c+1).
-func smtTopology(cores int) *snapshot.Topology {
-	t := &snapshot.Topology{}
+func smtTopology(cores int) *machine.Topology {
+	t := &machine.Topology{}
 	for c := 0; c < cores; c++ {
 		cpus := []int{2 * c, 2*c + 1}
-		t.Cores = append(t.Cores, snapshot.Core{CoreID: c, CPUs: cpus})
+		t.Cores = append(t.Cores, machine.Core{CoreID: c, CPUs: cpus})
 		for _, id := range cpus {
-			t.CPUs = append(t.CPUs, snapshot.CPU{ID: id, CoreID: c, Siblings: cpus, Core: c})
+			t.CPUs = append(t.CPUs, machine.CPU{ID: id, CoreID: c, Siblings: cpus, Core: c})
 		}
 	}
 	return t
@@ -37,7 +37,7 @@ func vmtestProfile(t *testing.T) *profiles.Profile {
 	return p
 }
 
-func planFor(t *testing.T, p *profiles.Profile, topo *snapshot.Topology) scheduler.Plan {
+func planFor(t *testing.T, p *profiles.Profile, topo *machine.Topology) scheduler.Plan {
 	t.Helper()
 	pl, err := scheduler.NewPlan(p, topo, nil)
 	if err != nil {
@@ -51,7 +51,7 @@ func TestBuildConfigVMProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"compute", "requests", "housekeeping", "rest", "default"}; !slices.Equal(cfg.Names, want) {
+	if want := []string{"compute", "requests", "housekeeping", "rest", scheduler.Unmatched}; !slices.Equal(cfg.Names, want) {
 		t.Fatalf("layers %v, want %v", cfg.Names, want)
 	}
 	wantLayers := []layerConfig{
@@ -171,7 +171,7 @@ func TestAssign(t *testing.T) {
 			}
 		})
 	}
-	if cfg2.Names[3] != "default" {
+	if cfg2.Names[3] != scheduler.Unmatched {
 		t.Errorf("layer 3 of the profile without a catch-all is %q, want default", cfg2.Names[3])
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
+	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/scheduler"
 )
 
@@ -52,10 +53,11 @@ func (b *Backend) Probe() error {
 		name := opsName(b.sysfs)
 		return unsupported("another sched_ext scheduler (%s) is %s; detach it first (only one can be attached at a time)", name, state)
 	}
-	if b.euid() != 0 {
-		return unsupported("loading a sched_ext scheduler needs root (CAP_BPF and CAP_SYS_ADMIN); run as root or use --backend cfs")
+	caps, err := b.caps()
+	if err != nil {
+		return unsupported("%v", err)
 	}
-	return nil
+	return scheduler.CheckPrivileges(caps, "sched_ext", "loading a sched_ext scheduler", procfs.CapBPF, procfs.CapSysAdmin)
 }
 
 // readState returns sched_ext's state: enabling, enabled, disabling or

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
+	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/scheduler"
 )
 
@@ -59,20 +60,20 @@ func TestProbe(t *testing.T) {
 		name    string
 		sysfs   string
 		btf     func() (*btf.Spec, error)
-		euid    int
+		caps    procfs.Caps
 		wantErr string // "" = supported
 	}{
-		{"ready", fakeSysfs(t, "disabled", ""), withOps, 0, ""},
-		{"no sysfs dir", filepath.Join(t.TempDir(), "missing"), withOps, 0, "CONFIG_SCHED_CLASS_EXT"},
-		{"no kernel BTF", fakeSysfs(t, "disabled", ""), func() (*btf.Spec, error) { return nil, errors.New("no /sys/kernel/btf/vmlinux") }, 0, "CONFIG_DEBUG_INFO_BTF"},
-		{"no sched_ext_ops in BTF", fakeSysfs(t, "disabled", ""), fakeKernelBTF(t, []string{"task_struct"}, nil), 0, "struct sched_ext_ops is not in the kernel's BTF"},
-		{"another scheduler", fakeSysfs(t, "enabled", "scx_lavd_1.0.4"), withOps, 0, "another sched_ext scheduler (scx_lavd_1.0.4) is enabled"},
-		{"one being disabled", fakeSysfs(t, "disabling", ""), withOps, 0, "(unknown) is disabling"},
-		{"not root", fakeSysfs(t, "disabled", ""), withOps, 1000, "needs root"},
+		{"ready", fakeSysfs(t, "disabled", ""), withOps, all, ""},
+		{"no sysfs dir", filepath.Join(t.TempDir(), "missing"), withOps, all, "CONFIG_SCHED_CLASS_EXT"},
+		{"no kernel BTF", fakeSysfs(t, "disabled", ""), func() (*btf.Spec, error) { return nil, errors.New("no /sys/kernel/btf/vmlinux") }, all, "CONFIG_DEBUG_INFO_BTF"},
+		{"no sched_ext_ops in BTF", fakeSysfs(t, "disabled", ""), fakeKernelBTF(t, []string{"task_struct"}, nil), all, "struct sched_ext_ops is not in the kernel's BTF"},
+		{"another scheduler", fakeSysfs(t, "enabled", "scx_lavd_1.0.4"), withOps, all, "another sched_ext scheduler (scx_lavd_1.0.4) is enabled"},
+		{"one being disabled", fakeSysfs(t, "disabling", ""), withOps, all, "(unknown) is disabling"},
+		{"not root", fakeSysfs(t, "disabled", ""), withOps, 1 << procfs.CapBPF, "CAP_SYS_ADMIN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := &Backend{sysfs: tt.sysfs, kernelBTF: tt.btf, euid: func() int { return tt.euid }}
+			b := &Backend{sysfs: tt.sysfs, kernelBTF: tt.btf, caps: func() (procfs.Caps, error) { return tt.caps, nil }}
 			err := b.Probe()
 			if tt.wantErr == "" {
 				if err != nil {
@@ -109,8 +110,11 @@ func TestProbeThisMachine(t *testing.T) {
 	t.Logf("Probe: %v", err)
 }
 
+// all is a capability set holding every capability.
+const all = procfs.Caps(1<<64 - 1)
+
 func TestApplyRefusedWithoutSchedExt(t *testing.T) {
-	b := &Backend{sysfs: filepath.Join(t.TempDir(), "missing"), kernelBTF: fakeKernelBTF(t, nil, nil), euid: func() int { return 0 }}
+	b := &Backend{sysfs: filepath.Join(t.TempDir(), "missing"), kernelBTF: fakeKernelBTF(t, nil, nil), caps: func() (procfs.Caps, error) { return all, nil }}
 	_, err := b.Apply(t.Context(), scheduler.Plan{})
 	if !errors.Is(err, scheduler.ErrUnsupported) {
 		t.Fatalf("Apply: %v, want ErrUnsupported before anything is loaded", err)

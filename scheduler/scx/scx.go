@@ -5,21 +5,21 @@
 package scx
 
 import (
-	"os"
 	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
 
+	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/scheduler"
 )
 
 // Backend applies plans through a sched_ext scheduler. Its zero value is not
 // usable; call New.
 type Backend struct {
-	sysfs     string                    // /sys/kernel/sched_ext, or a fake tree in tests
-	kernelBTF func() (*btf.Spec, error) // the running kernel's BTF
-	euid      func() int
+	sysfs     string                      // /sys/kernel/sched_ext, or a fake tree in tests
+	kernelBTF func() (*btf.Spec, error)   // the running kernel's BTF
+	caps      func() (procfs.Caps, error) // this process's capabilities
 	// timeout bounds the waits for sched_ext's state after attaching and
 	// detaching. Switching every task to the new class takes milliseconds
 	// on hardware and seconds under emulation.
@@ -31,7 +31,7 @@ type Backend struct {
 
 // New returns the backend for the running kernel.
 func New() *Backend {
-	return &Backend{sysfs: sysfsRoot, kernelBTF: btf.LoadKernelSpec, euid: os.Geteuid, timeout: 30 * time.Second}
+	return &Backend{sysfs: sysfsRoot, kernelBTF: btf.LoadKernelSpec, caps: procfs.EffectiveCaps, timeout: 30 * time.Second}
 }
 
 // Name is the backend's name as profiles.MatcherKinds knows it.

@@ -25,9 +25,10 @@ import (
 
 	"temper.codes/temper-train/bpf"
 	"temper.codes/temper-train/internal/procfs"
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
+	"temper.codes/temper-train/scheduler/schedulertest"
 )
 
 // inVM reports whether the test runs inside make vmtest's VM.
@@ -133,7 +134,7 @@ func vmPlan(t *testing.T, tg *targets) scheduler.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := snapshot.ReadTopology("/")
+	topo, err := machine.ReadTopology("/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,14 +276,14 @@ func TestVMApplyRevert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]int{"compute": 4, "requests": 10, "housekeeping": 8, "rest": 4, "default": 0}
+	want := map[string]int{"compute": 4, "requests": 10, "housekeeping": 8, "rest": 4, scheduler.Unmatched: 0}
 	for _, g := range st {
 		t.Logf("stats %-12s %-9s threads=%d runtime=%v dispatches=%d preemptions=%d sibling_busy=%d",
 			g.Group, g.Treatment, g.Threads, time.Duration(g.RuntimeNs), g.Dispatches, g.Preemptions, g.SiblingBusy)
 		if g.Threads != want[g.Group] {
 			t.Errorf("group %s: %d threads, want %d", g.Group, g.Threads, want[g.Group])
 		}
-		if g.Group != "default" && g.Group != "housekeeping" && (g.RuntimeNs == 0 || g.Dispatches == 0) {
+		if g.Group != scheduler.Unmatched && g.Group != "housekeeping" && (g.RuntimeNs == 0 || g.Dispatches == 0) {
 			t.Errorf("group %s: no runtime or dispatches recorded", g.Group)
 		}
 	}
@@ -561,7 +562,7 @@ func TestApplyOutputLayers(t *testing.T) {
 	for _, g := range s.Groups {
 		summary = append(summary, fmt.Sprintf("%s: %d threads, %v, %d dispatches, %d preemptions, %d sibling-busy",
 			g.Name, g.Threads, time.Duration(g.RuntimeNs).Round(time.Millisecond), g.Dispatches, g.Preemptions, g.SiblingBusy))
-		if g.Name == "default" {
+		if g.Name == scheduler.Unmatched {
 			continue
 		}
 		if g.Threads != count[g.Name] {
@@ -661,4 +662,11 @@ func TestVMContextCancelDetaches(t *testing.T) {
 	if info, ok := app.(*Applied).ExitInfo(); !ok || info.Kind != 64 {
 		t.Errorf("exit info %v (%v), want UNREG", info, ok)
 	}
+}
+
+// TestVMContract holds the sched_ext backend to the contract every backend
+// keeps, on the VM's sched_ext kernel.
+func TestVMContract(t *testing.T) {
+	needSchedExt(t)
+	schedulertest.TestBackend(t, func(*testing.T) scheduler.Backend { return New() })
 }

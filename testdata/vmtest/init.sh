@@ -46,7 +46,7 @@ done
 # ---- the backend's Go tests, against this kernel ----
 echo "VMTEST INFO go-tests start uptime=$(up)"
 TEMPER_VMTEST=1 TEMPER_WORKLOAD=/bin/workload TEMPER_VMTEST_PROFILE=/vmtest/profile.toml \
-	/bin/scx.test -test.v -test.run "$RUN" -test.timeout 300s 2>&1 |
+	/bin/scx.test -test.v -test.run "$RUN" -test.timeout 900s 2>&1 |
 	while IFS= read -r line; do
 		echo "$line"
 		case "$line" in

@@ -35,6 +35,16 @@
  *   wl-idle-<i>      blocked on a condvar that is only signalled at shutdown,
  *                    i.e. threads that never run during a measurement window.
  *
+ * --stats FILE: the workers record each request's latency (from the acceptor
+ * queueing it to the worker finishing it) in a log-linear histogram, and
+ * wl-timer rewrites FILE (temp file + rename) every tick with the cumulative
+ * counts: a "time_ns <CLOCK_MONOTONIC>" line, a "requests <n>" line, then "<bucket> <count>" lines for the
+ * non-empty buckets.  Bucket b holds latencies in [lo(b), lo(b+1)) ns with
+ * lo(b) = b for b < 8 and lo(b) = 2^(b/8 + 2) * (1 + (b%8)/8) above: eight
+ * buckets per octave, so a percentile read from two snapshots' difference is
+ * within 12.5% (scripts/demo-bench.sh reads it; that is how the demo's
+ * benchmark measures this workload from outside).
+ *
  * stdout protocol (nothing else is written to stdout):
  *     thread <tid> <name>        one per thread, wl-main first
  *     ready                      all threads exist, are named and running
@@ -109,8 +119,9 @@ struct config {
 	int compute;
 	int idle;
 	const char *dir;
+	const char *stats;       /* latency histogram file, NULL = none */
 };
-static struct config cfg = { 0.0, 1000, 4, 2, 2, "/tmp" };
+static struct config cfg = { 0.0, 1000, 4, 2, 2, "/tmp", NULL };
 
 /* ---- global state ------------------------------------------------------- */
 static atomic_int g_stop;                  /* set by main at shutdown */
@@ -120,6 +131,43 @@ static atomic_ullong n_requests, n_req_dropped, n_log_dropped;
 static atomic_ullong n_batches, n_syncs, n_compute_rounds;
 
 static uint64_t iters_worker, iters_compute, iters_timer;   /* calibrated */
+
+/* request latency histogram (--stats): 8 log-linear buckets per octave */
+#define LAT_SUB_BITS     3
+#define LAT_BUCKETS      (64 << LAT_SUB_BITS)
+static atomic_ullong lat_hist[LAT_BUCKETS];
+
+static int lat_bucket(uint64_t ns)
+{
+	if (ns < (1u << LAT_SUB_BITS))
+		return (int)ns;
+	int msb = 63 - __builtin_clzll(ns);
+	int sub = (int)((ns >> (msb - LAT_SUB_BITS)) & ((1u << LAT_SUB_BITS) - 1));
+	return ((msb - LAT_SUB_BITS + 1) << LAT_SUB_BITS) + sub;
+}
+
+static uint64_t now_ns(clockid_t clk);
+
+static void write_stats(void)
+{
+	char tmp[4096 + 8];
+	if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", cfg.stats) >= sizeof tmp)
+		return;
+	FILE *f = fopen(tmp, "w");
+	if (!f)
+		return;
+	fprintf(f, "time_ns %llu\n", (unsigned long long)now_ns(CLOCK_MONOTONIC));
+	fprintf(f, "requests %llu\n", (unsigned long long)atomic_load(&n_requests));
+	for (int b = 0; b < LAT_BUCKETS; b++) {
+		unsigned long long c = atomic_load_explicit(&lat_hist[b], memory_order_relaxed);
+		if (c)
+			fprintf(f, "%d %llu\n", b, c);
+	}
+	if (fclose(f) == 0)
+		rename(tmp, cfg.stats);
+	else
+		unlink(tmp);
+}
 
 /* start-up: registration + go gate */
 static pthread_mutex_t reg_mtx = PTHREAD_MUTEX_INITIALIZER;
@@ -345,6 +393,7 @@ static void *worker_main(void *arg)
 
 		uint64_t sum = spin(iters_worker, r.id);   /* ~30 us of CPU */
 		uint64_t lat = now_ns(CLOCK_MONOTONIC) - r.t_enq;
+		atomic_fetch_add_explicit(&lat_hist[lat_bucket(lat)], 1, memory_order_relaxed);
 		atomic_fetch_add(&n_requests, 1);
 
 		pthread_mutex_lock(&logq.mtx);
@@ -521,6 +570,8 @@ static void *timer_main(void *arg)
 		uint64_t req = atomic_load(&n_requests);
 		sink(spin(iters_timer, req - last_req));
 		last_req = req;
+		if (cfg.stats)
+			write_stats();
 	}
 	return NULL;
 }
@@ -544,7 +595,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 	        "usage: workload [--duration SEC] [--rate N] [--workers N] [--compute N]\n"
-	        "                [--idle N] [--dir DIR]\n"
+	        "                [--idle N] [--dir DIR] [--stats FILE]\n"
 	        "  --duration SEC  run time in seconds, fractions allowed; 0 = until\n"
 	        "                  SIGTERM/SIGINT (default 0)\n"
 	        "  --rate N        requests per second, 1..100000 (default 1000)\n"
@@ -552,7 +603,9 @@ static void usage(FILE *f)
 	        "  --compute N     compute pool threads, 0..%d (default 2)\n"
 	        "  --idle N        idle threads, 0..%d (default 2)\n"
 	        "  --dir DIR       directory for the temporary log file (default /tmp);\n"
-	        "                  must not be tmpfs if fdatasync should block\n",
+	        "                  must not be tmpfs if fdatasync should block\n"
+	        "  --stats FILE    keep a request latency histogram in FILE, rewritten\n"
+	        "                  every 100 ms (scripts/demo-bench.sh reads it)\n",
 	        MAX_THREADS_PER_ROLE, MAX_THREADS_PER_ROLE, MAX_THREADS_PER_ROLE);
 }
 
@@ -596,6 +649,7 @@ static void parse_args(int argc, char **argv)
 {
 	static const char *const opts[] = {
 		"--duration", "--rate", "--workers", "--compute", "--idle", "--dir",
+		"--stats",
 	};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
@@ -636,6 +690,11 @@ static void parse_args(int argc, char **argv)
 			if (!S_ISDIR(st.st_mode))
 				usage_error("--dir: '%s' is not a directory", val);
 			cfg.dir = val;
+			break;
+		case 6:
+			if (val[0] == '\0' || strlen(val) > 4096)
+				usage_error("--stats: empty or too long path");
+			cfg.stats = val;
 			break;
 		}
 	}

@@ -1,6 +1,7 @@
-package snapshot
+package machine
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -34,7 +35,7 @@ type Topology struct {
 }
 
 // SiblingLists returns, indexed by CPU id, each online CPU's SMT siblings
-// (itself included), the form the tracer takes (observe.RecordOptions.Siblings).
+// (itself included), the form the tracer takes (observe's record options).
 // Offline CPUs get nil.
 func (t *Topology) SiblingLists() [][]int {
 	if t == nil {
@@ -243,37 +244,6 @@ func readNUMA(dir string, isOnline map[int]bool) (map[int]int, []NUMANode, error
 	return nodeOf, nodes, nil
 }
 
-// ParseCPUList parses the kernel's CPU list format ("0-3,8,10-11", possibly
-// empty) into a sorted list without duplicates.
-func ParseCPUList(s string) ([]int, error) {
-	s = strings.TrimSpace(s)
-	out := []int{}
-	if s == "" {
-		return out, nil
-	}
-	for part := range strings.SplitSeq(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("cpu list %q: bad cpu %q", s, lo)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, fmt.Errorf("cpu list %q: bad range %q", s, part)
-			}
-		}
-		if b-a > 1<<16 {
-			return nil, fmt.Errorf("cpu list %q: range %q too large", s, part)
-		}
-		for c := a; c <= b; c++ {
-			out = append(out, c)
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out), nil
-}
-
 // readCPUListFile reads a CPU list file and keeps the online CPUs.
 func readCPUListFile(path string, isOnline map[int]bool) ([]int, error) {
 	line, err := readFirstLine(path)
@@ -310,4 +280,21 @@ func cpuSetKey(cpus []int) string {
 		b.WriteString(strconv.Itoa(c))
 	}
 	return b.String()
+}
+
+// readFirstLine returns the first line of a small file, trimmed.
+func readFirstLine(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	if sc.Scan() {
+		return strings.TrimSpace(sc.Text()), nil
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	return "", nil
 }

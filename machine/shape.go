@@ -1,10 +1,65 @@
-package profiles
+package machine
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 )
+
+// Shape is a machine shape. Zero fields match any machine; resolution
+// prefers the profile whose shape fixes the most fields.
+type Shape struct {
+	LogicalCPUs    int `toml:"logical_cpus,omitempty"`
+	Cores          int `toml:"cores,omitempty"`
+	ThreadsPerCore int `toml:"threads_per_core,omitempty"`
+	NUMANodes      int `toml:"numa_nodes,omitempty"`
+}
+
+// Key is the shape's file name stem, e.g. "8cpu-4c-smt2"; "any" for the zero
+// shape. Unset parts are left out ("4c-smt2").
+func (s Shape) Key() string {
+	var parts []string
+	if s.LogicalCPUs > 0 {
+		parts = append(parts, fmt.Sprintf("%dcpu", s.LogicalCPUs))
+	}
+	if s.Cores > 0 {
+		parts = append(parts, fmt.Sprintf("%dc", s.Cores))
+	}
+	if s.ThreadsPerCore > 0 {
+		parts = append(parts, fmt.Sprintf("smt%d", s.ThreadsPerCore))
+	}
+	if s.NUMANodes > 1 {
+		parts = append(parts, fmt.Sprintf("%dnuma", s.NUMANodes))
+	}
+	if len(parts) == 0 {
+		return "any"
+	}
+	return strings.Join(parts, "-")
+}
+
+// ShapeOf reads a machine shape from a CPU topology: online logical CPUs,
+// physical cores, threads per core when every core has the same number (a
+// hybrid CPU with SMT and non-SMT cores leaves it unset), and NUMA nodes
+// when sysfs listed them.
+func ShapeOf(t *Topology) (Shape, error) {
+	if t == nil || len(t.Online) == 0 {
+		return Shape{}, errors.New("no CPU topology")
+	}
+	s := Shape{LogicalCPUs: len(t.Online), Cores: len(t.Cores), NUMANodes: len(t.NUMANodes)}
+	for i, c := range t.Cores {
+		if i == 0 {
+			s.ThreadsPerCore = len(c.CPUs)
+		} else if len(c.CPUs) != s.ThreadsPerCore {
+			s.ThreadsPerCore = 0
+			break
+		}
+	}
+	if err := s.Check(); err != nil {
+		return Shape{}, fmt.Errorf("the CPU topology is inconsistent: %w", err)
+	}
+	return s, nil
+}
 
 // maxThreadsPerCore bounds SMT: no shipping CPU has more than 8 hardware
 // threads per core (POWER8/9 SMT8).

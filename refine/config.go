@@ -1,0 +1,189 @@
+package refine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"temper.codes/temper-train/profiles"
+	"temper.codes/temper-train/refine/ledger"
+	"temper.codes/temper-train/refine/stats"
+	"temper.codes/temper-train/scheduler"
+)
+
+// Config is how a refine run measures and decides. It is recorded in the
+// ledger's header; a resumed run takes it from there so that it replays
+// the same plan.
+type Config struct {
+	Metric string  `json:"metric"` // the primary metric, e.g. p99_ms
+	Dir    int8    `json:"dir"`    // -1 lower is better, +1 higher
+	Guards []Guard `json:"guards"`
+	// Ladder lists the background levels (CPU spinners) every comparison is
+	// measured at; [0] when no background is asked for.
+	Ladder    []int   `json:"ladder"`
+	Alpha     float64 `json:"alpha"`
+	MinEffect float64 `json:"min_effect"` // relative, 0.05 = 5%
+
+	// Samples per arm and background level of each stage; even, since one
+	// ABBA block gives two of each arm.
+	CalibrationN int `json:"calibration_n"`
+	ScreenN      int `json:"screen_n"`
+	ConfirmN     int `json:"confirm_n"`
+	FinalN       int `json:"final_n"`
+	// ScreenP is the p-value below which a screened candidate is promising
+	// enough to confirm on fresh trials.
+	ScreenP float64 `json:"screen_p"`
+	// MaxN caps the n that calibration may raise ConfirmN and FinalN to
+	// when the noise is large; beyond it refine refuses.
+	MaxN int `json:"max_n"`
+
+	MaxTrials int           `json:"max_trials"`
+	MaxTime   time.Duration `json:"max_time"`
+	MaxRounds int           `json:"max_rounds"`
+	// Warmup is discarded after each switch of arm before a trial runs.
+	Warmup time.Duration `json:"warmup"`
+	Seed   uint64        `json:"seed"`
+}
+
+// Guard is a metric that must not regress beyond Bound (relative, e.g.
+// 0.05: 5% worse) for a candidate to be accepted.
+type Guard struct {
+	Metric string  `json:"metric"`
+	Dir    int8    `json:"dir"`
+	Bound  float64 `json:"bound"`
+}
+
+// Defaults fills the zero fields of c with refine's defaults.
+func (c *Config) Defaults() {
+	set := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	set(&c.CalibrationN, 4)
+	set(&c.ScreenN, 4)
+	set(&c.ConfirmN, 8)
+	set(&c.FinalN, 8)
+	set(&c.MaxN, 40)
+	set(&c.MaxRounds, 10)
+	if c.Alpha == 0 {
+		c.Alpha = 0.05
+	}
+	if c.ScreenP == 0 {
+		c.ScreenP = 0.25
+	}
+	if len(c.Ladder) == 0 {
+		c.Ladder = []int{0}
+	}
+}
+
+// Check returns a one-line error for a configuration refine cannot run.
+func (c *Config) Check() error {
+	for _, n := range []struct {
+		name string
+		v    int
+	}{{"calibration n", c.CalibrationN}, {"screen n", c.ScreenN}, {"confirm n", c.ConfirmN}, {"final n", c.FinalN}} {
+		if n.v < 2 || n.v%2 != 0 {
+			return fmt.Errorf("%s = %d: want an even number ≥ 2 (one ABBA block gives 2 samples per arm)", n.name, n.v)
+		}
+	}
+	switch {
+	case c.Metric == "":
+		return errors.New("no metric")
+	case c.Dir != -1 && c.Dir != 1:
+		return fmt.Errorf("metric %s: direction %d, want -1 or +1", c.Metric, c.Dir)
+	case !(c.Alpha > 0 && c.Alpha < 0.5):
+		return fmt.Errorf("alpha %v: want 0 < alpha < 0.5", c.Alpha)
+	case !(c.MinEffect >= 0 && c.MinEffect < 1):
+		return fmt.Errorf("min effect %v: want 0 ≤ min effect < 1 (a fraction: 0.05 is 5%%)", c.MinEffect)
+	case c.MaxTrials < 0 || c.MaxTime < 0:
+		return errors.New("budget: --max-trials and --max-time must be ≥ 0")
+	}
+	if p := stats.MinP(c.ScreenN, c.ScreenN); p >= c.ScreenP {
+		return fmt.Errorf("screen n = %d: its smallest p-value, %.3g, cannot reach the screen's %.2g; screen with n ≥ %d", c.ScreenN, p, c.ScreenP, screenNeed(c.ScreenP))
+	}
+	for _, l := range c.Ladder {
+		if l < 0 {
+			return fmt.Errorf("background level %d: want ≥ 0 spinners", l)
+		}
+	}
+	return nil
+}
+
+// Scheduler puts an arm's profile in force on the target.
+type Scheduler interface {
+	// Apply puts p in force; Session.Stop reverts it.
+	Apply(ctx context.Context, p *profiles.Profile) (Session, error)
+	// Alive returns an error when the target has no process left.
+	Alive() error
+}
+
+// Session is a profile in force.
+type Session interface {
+	// Stats are the per-group counters since Apply (scheduler.Applied.Stats).
+	Stats() ([]scheduler.GroupStats, error)
+	// Stop reverts the profile; idempotent.
+	Stop() error
+}
+
+// Bench runs one trial of the benchmark in dir, a scratch directory of its
+// own, and returns its metrics. An error means the trial has no numbers.
+type Bench func(ctx context.Context, dir string) (map[string]float64, error)
+
+// Spinners are the background load of one trial.
+type Spinners interface {
+	Pids() []int
+	Stop() error
+}
+
+// Env is what a run acts on and where it reports.
+type Env struct {
+	Scheduler Scheduler
+	Bench     Bench
+	// Background starts n spinners (n > 0) for the length of a trial.
+	Background func(n int) (Spinners, error)
+	// Lint checks a candidate for the backend and this machine; a candidate
+	// with an error finding is never applied.
+	Lint func(*profiles.Profile) []profiles.Finding
+	// Ledger records everything; Done holds the trials a resumed ledger
+	// already completed, by id (nil for a new run).
+	Ledger *ledger.Writer
+	Done   map[string]ledger.TrialEnd
+	// Started are trials a resumed ledger started but never ended (they
+	// are run again and the ledger says so); StartTimes the start of every
+	// recorded trial, for the time budget.
+	Started    map[string]bool
+	StartTimes map[string]time.Time
+	// TrialDir is where each trial gets its scratch directory.
+	TrialDir string
+	// Log receives the plan, decision lines and notes; Progress the state
+	// after every trial.
+	Log      func(format string, args ...any)
+	Progress func(Progress)
+	// Sleep waits out warm-ups (tests make it instant); nil: time.Sleep
+	// that a cancelled context cuts short.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Progress is where a run stands.
+type Progress struct {
+	Stage    string
+	Step     string
+	Trials   int // run or replayed so far
+	Planned  int // the estimate of the total
+	Elapsed  time.Duration
+	ETA      time.Duration
+	PerTrial time.Duration
+	Accepted int
+	Round    int
+}
+
+// screenNeed is the smallest even n whose Mann–Whitney test can reach p.
+func screenNeed(p float64) int {
+	n := 2
+	for stats.MinP(n, n) >= p {
+		n += 2
+	}
+	return n
+}

@@ -1,0 +1,381 @@
+package refine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"temper.codes/temper-train/profiles"
+	"temper.codes/temper-train/refine/ledger"
+	"temper.codes/temper-train/refine/report"
+	"temper.codes/temper-train/scheduler"
+)
+
+// testProfile is a small two-group profile for a 2-core machine: a worker
+// group at normal treatment (so "latency" is one of its candidates) and a
+// yield remainder.
+func testProfile() *profiles.Profile {
+	return &profiles.Profile{SchemaVersion: 1, ID: "t", MachineShape: profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1, NUMANodes: 1},
+		Traits: profiles.Traits{CPURequestMillicores: 1000},
+		ThreadGroups: []profiles.ThreadGroup{
+			{Name: "workers", Match: profiles.Match{CommPrefix: []string{"wl-worker"}}, Treatment: profiles.Normal},
+			{Name: "rest", Match: profiles.Match{All: true}, Treatment: profiles.Yield, Weight: 10},
+		}}
+}
+
+func testLint(p *profiles.Profile) []profiles.Finding {
+	shape := profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1, NUMANodes: 1}
+	return profiles.Lint(p, profiles.LintOptions{Backend: "cfs", Shape: &shape})
+}
+
+// fakeScheduler tracks which profile is in force and checks that every
+// apply is reverted before the next.
+type fakeScheduler struct {
+	mu      sync.Mutex
+	cur     *profiles.Profile
+	applies int
+	open    int
+	dead    bool
+}
+
+func (f *fakeScheduler) Apply(_ context.Context, p *profiles.Profile) (Session, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.open != 0 {
+		return nil, errors.New("apply while another profile is in force")
+	}
+	f.cur, f.open = p, 1
+	f.applies++
+	return &fakeSession{f: f}, nil
+}
+
+func (f *fakeScheduler) Alive() error {
+	if f.dead {
+		return errors.New("target gone")
+	}
+	return nil
+}
+
+func (f *fakeScheduler) current() *profiles.Profile {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cur
+}
+
+type fakeSession struct {
+	f    *fakeScheduler
+	once sync.Once
+}
+
+func (s *fakeSession) Stats() ([]scheduler.GroupStats, error) { return nil, nil }
+func (s *fakeSession) Stop() error {
+	s.once.Do(func() {
+		s.f.mu.Lock()
+		s.f.cur, s.f.open = nil, 0
+		s.f.mu.Unlock()
+	})
+	return nil
+}
+
+// noisyBench returns lognormal p99 values with the given CV around 1 ms;
+// effect(p) scales them for the profile in force (nil: stock).
+func noisyBench(sched *fakeScheduler, seed uint64, cv float64, effect func(*profiles.Profile) float64) Bench {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	var mu sync.Mutex
+	sigma := math.Sqrt(math.Log(1 + cv*cv))
+	return func(context.Context, string) (map[string]float64, error) {
+		mu.Lock()
+		z := rng.NormFloat64()
+		mu.Unlock()
+		v := math.Exp(sigma * z)
+		if effect != nil {
+			v *= effect(sched.current())
+		}
+		return map[string]float64{"p99_ms": v, "throughput": 1000}, nil
+	}
+}
+
+func testEnv(t testing.TB, sched *fakeScheduler, b Bench) Env {
+	dir := t.TempDir()
+	lw, err := ledger.Create(filepath.Join(dir, "ledger.jsonl"), ledger.Header{Config: []byte("{}")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lw.Close() })
+	return Env{Scheduler: sched, Bench: b, Lint: testLint, Ledger: lw, TrialDir: filepath.Join(dir, "trials"),
+		Background: func(n int) (Spinners, error) { return nil, fmt.Errorf("no background in this test") },
+		Sleep:      func(context.Context, time.Duration) error { return nil }}
+}
+
+func testConfig(seed uint64) Config {
+	return Config{Metric: "p99_ms", Dir: -1, MinEffect: 0.05, Alpha: 0.05, Seed: seed, MaxRounds: 3,
+		Guards: []Guard{{Metric: "throughput", Dir: 1, Bound: 0.05}}}
+}
+
+// latencyWorkers is the planted effect: the workers group at latency
+// treatment.
+func latencyWorkers(p *profiles.Profile) bool {
+	if p == nil {
+		return false
+	}
+	for _, g := range p.ThreadGroups {
+		if g.Name == "workers" && g.Treatment == profiles.Latency {
+			return true
+		}
+	}
+	return false
+}
+
+func TestCandidatesLintedAndOneParameter(t *testing.T) {
+	p := testProfile()
+	ok, rej, err := Candidates(p, testLint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ok) == 0 {
+		t.Fatal("no candidates")
+	}
+	var sawLatency, sawDrop bool
+	for _, a := range ok {
+		if fs := testLint(a.Profile); profiles.HasErrors(fs) {
+			t.Errorf("candidate %s passed with lint errors: %v", a.Step, fs)
+		}
+		if a.Step.Group == "workers" && a.Step.To == "latency" {
+			sawLatency = true
+		}
+		if a.Step.Group == "rest" && a.Step.Param == "treatment" && a.Step.To == "normal" {
+			sawDrop = true
+		}
+		if a.Hash == StockHash || a.Profile == p {
+			t.Errorf("candidate %s shares the input", a.Step)
+		}
+	}
+	if !sawLatency || !sawDrop {
+		t.Errorf("missing moves: workers→latency %v, drop rest %v", sawLatency, sawDrop)
+	}
+	if p.ThreadGroups[1].Weight != 10 || p.ThreadGroups[0].Treatment != profiles.Normal {
+		t.Error("Candidates changed its input")
+	}
+	// An exclusive group on a 2-core machine: two cores leave none shared,
+	// so exclusive_cores 2 is refused by lint and logged, never applied.
+	q := testProfile()
+	q.Traits.CPURequestMillicores = 2000
+	q.ThreadGroups[0] = profiles.ThreadGroup{Name: "workers", Match: profiles.Match{CommPrefix: []string{"wl-worker"}}, Treatment: profiles.Exclusive, CPUFraction: 0.5, ExclusiveCores: 1}
+	_, rej, err = Candidates(q, testLint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range rej {
+		if r.Arm.Step.Param == "exclusive_cores" && r.Arm.Step.To == "2" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("exclusive_cores 2 on 2 cores not refused: %+v", rej)
+	}
+}
+
+// TestDropTreatmentCandidate: a group with a non-normal treatment always
+// gets a "drop to normal" and a "relax one step" candidate — the moves for a
+// profile that helps under load and hurts at idle.
+func TestDropTreatmentCandidate(t *testing.T) {
+	q := testProfile()
+	q.ThreadGroups[0] = profiles.ThreadGroup{Name: "workers", Match: profiles.Match{CommPrefix: []string{"wl-worker"}}, Treatment: profiles.Exclusive, CPUFraction: 1, ExclusiveCores: 1, SliceUs: 250}
+	ok, _, err := Candidates(q, testLint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tos []string
+	for _, a := range ok {
+		if a.Step.Group == "workers" && a.Step.Param == "treatment" {
+			tos = append(tos, a.Step.To)
+			if a.Profile.ThreadGroups[0].ExclusiveCores != 0 || a.Profile.ThreadGroups[0].CPUFraction != 0 {
+				t.Errorf("%s kept the core sizing", a.Step)
+			}
+		}
+	}
+	if strings.Join(tos, ",") != "normal,latency" {
+		t.Errorf("treatment moves %v, want normal,latency", tos)
+	}
+}
+
+// TestPlantedEffectFound runs the engine against a benchmark whose p99 is
+// 20% lower while the workers group has latency treatment: refine must
+// accept that step, keep the profile, and apply nothing it did not revert.
+func TestPlantedEffectFound(t *testing.T) {
+	sched := &fakeScheduler{}
+	b := noisyBench(sched, 1, 0.05, func(p *profiles.Profile) float64 {
+		if latencyWorkers(p) {
+			return 0.8
+		}
+		return 1
+	})
+	env := testEnv(t, sched, b)
+	cfg := testConfig(7)
+	res, err := Run(context.Background(), cfg, testProfile(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Accepted) == 0 || res.Accepted[0].Group != "workers" || res.Accepted[0].To != "latency" {
+		t.Fatalf("accepted %v, want workers → latency first", res.Accepted)
+	}
+	if !res.Kept || !latencyWorkers(res.Refined) {
+		t.Errorf("kept %v, refined has latency workers %v", res.Kept, latencyWorkers(res.Refined))
+	}
+	if sched.open != 0 {
+		t.Error("a profile is still in force after Run")
+	}
+	p := WithEvidence(res, "ledger.jsonl", time.Now())
+	if len(p.Traits.Refined) != 1 || !strings.Contains(p.Traits.Refined[0], "p99_ms at bg=0") {
+		t.Errorf("traits.refined %q", p.Traits.Refined)
+	}
+	if fs := testLint(p); profiles.HasErrors(fs) {
+		t.Errorf("refined profile not lint-clean: %v", fs)
+	}
+
+	// The report is built from the ledger alone.
+	l, err := ledger.Read(env.Ledger.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Defaults()
+	l.Header.Config, _ = json.Marshal(cfg)
+	rep, err := ReportOf(l, ReportInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Arms) != 3 || len(rep.Ladder) != 1 || rep.Ladder[0].Delta == nil || !rep.Kept || len(rep.Calibration) != 1 {
+		t.Errorf("report: %d arms, ladder %+v, kept %v, %d calibrations", len(rep.Arms), rep.Ladder, rep.Kept, len(rep.Calibration))
+	}
+	dir := t.TempDir()
+	if err := report.Write(dir, rep); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, report.File))
+	if err != nil || !strings.Contains(string(md), "stock CFS") || !strings.Contains(string(md), "workers") {
+		t.Errorf("REPORT.md: %v\n%s", err, md)
+	}
+}
+
+// TestBenchFailureStopsAndReverts: a failing trial ends the run with its
+// error, recorded in the ledger, nothing left applied.
+func TestBenchFailureStopsAndReverts(t *testing.T) {
+	sched := &fakeScheduler{}
+	calls := 0
+	b := func(ctx context.Context, dir string) (map[string]float64, error) {
+		calls++
+		if calls == 12 {
+			return nil, errors.New("jsonl output line 3: not JSON")
+		}
+		return map[string]float64{"p99_ms": 1 + 0.01*float64(calls%3)}, nil
+	}
+	env := testEnv(t, sched, b)
+	_, err := Run(context.Background(), testConfig(3), testProfile(), env)
+	if err == nil || !strings.Contains(err.Error(), "line 3: not JSON") {
+		t.Fatalf("err %v", err)
+	}
+	if sched.open != 0 {
+		t.Error("profile left in force")
+	}
+	l, rerr := ledger.Read(env.Ledger.Path())
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	failed := 0
+	for _, e := range l.Ends {
+		if e.Error != "" {
+			failed++
+		}
+	}
+	if failed != 1 || len(l.Open()) != 0 {
+		t.Errorf("ledger: %d failed ends, %d open trials", failed, len(l.Open()))
+	}
+}
+
+// TestReplayIsExact: a run resumed from its own ledger after being cut off
+// runs no recorded trial again and reaches the same decisions.
+func TestReplayIsExact(t *testing.T) {
+	sched := &fakeScheduler{}
+	effect := func(p *profiles.Profile) float64 {
+		if latencyWorkers(p) {
+			return 0.8
+		}
+		return 1
+	}
+	cfg := testConfig(11)
+	full, err := Run(context.Background(), cfg, testProfile(), testEnv(t, sched, noisyBench(sched, 5, 0.05, effect)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Cut a second run off after 30 trials, then resume it from its ledger.
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	inner := noisyBench(sched, 5, 0.05, effect)
+	env := testEnv(t, sched, func(c context.Context, d string) (map[string]float64, error) {
+		n++
+		if n == 30 {
+			cancel()
+			return nil, c.Err()
+		}
+		return inner(c, d)
+	})
+	if _, err := Run(ctx, cfg, testProfile(), env); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cut-off run: %v", err)
+	}
+	l, err := ledger.Read(env.Ledger.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	env2 := env
+	env2.Done = l.Done()
+	ran := 0
+	env2.Bench = func(c context.Context, d string) (map[string]float64, error) {
+		ran++
+		return inner(c, d)
+	}
+	res, err := Run(context.Background(), cfg, testProfile(), env2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ran != full.Trials-len(env2.Done) {
+		t.Errorf("resumed run ran %d trials, want %d (total %d, recorded %d)", ran, full.Trials-len(env2.Done), full.Trials, len(env2.Done))
+	}
+	if fmt.Sprint(res.Accepted) != fmt.Sprint(full.Accepted) || res.Trials != full.Trials {
+		t.Errorf("resumed: %v in %d trials; uninterrupted: %v in %d", res.Accepted, res.Trials, full.Accepted, full.Trials)
+	}
+}
+
+// TestBudget: with a trial budget too small for a whole round, refine
+// screens what fits, keeps the final comparison and says why it stopped.
+func TestBudget(t *testing.T) {
+	sched := &fakeScheduler{}
+	cfg := testConfig(2)
+	cfg.MaxTrials = 60
+	res, err := Run(context.Background(), cfg, testProfile(), testEnv(t, sched, noisyBench(sched, 2, 0.05, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Trials > 60 || !strings.HasPrefix(res.Stopped, "budget") || len(res.Final) != 1 {
+		t.Errorf("%d trials, stopped %q, %d final decisions", res.Trials, res.Stopped, len(res.Final))
+	}
+}
+
+// TestNoisyRefuses: calibration that finds the noise far above the minimum
+// effect refuses with the numbers.
+func TestNoisyRefuses(t *testing.T) {
+	sched := &fakeScheduler{}
+	_, err := Run(context.Background(), testConfig(4), testProfile(), testEnv(t, sched, noisyBench(sched, 4, 0.6, nil)))
+	if !errors.Is(err, ErrNoisy) || !strings.Contains(err.Error(), "--min-effect 5.0%") {
+		t.Fatalf("err %v", err)
+	}
+}

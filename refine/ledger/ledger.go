@@ -1,0 +1,453 @@
+// Package ledger is refine's record of a run: one JSON object per line,
+// appended and fsynced line by line, so that a crash, SIGKILL or Ctrl-C
+// loses at most the line being written and a later run can resume exactly
+// where this one stopped. The first line is the Header; then trial starts
+// and ends, decisions and notes in the order they happened.
+//
+// A trial's start record is written before the benchmark runs and its end
+// record after; a start without an end is a trial that was cut off, and the
+// run that resumes re-runs it (and says so in a note). A torn last line (the
+// write that a SIGKILL interrupted) is dropped on reading.
+package ledger
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strconv"
+	"time"
+)
+
+// Version is the ledger format version written in the header.
+const Version = 1
+
+// Record kinds, the "type" of every line.
+const (
+	KindHeader     = "header"
+	KindTrialStart = "trial_start"
+	KindTrialEnd   = "trial_end"
+	KindDecision   = "decision"
+	KindNote       = "note"
+	KindEnd        = "end"
+)
+
+// ErrMismatch is wrapped when a ledger given to resume belongs to another
+// profile or machine.
+var ErrMismatch = errors.New("ledger belongs to another run")
+
+// Header is the ledger's first line: what was refined, where and how.
+type Header struct {
+	Type          string            `json:"type"`
+	Version       int               `json:"version"`
+	Start         time.Time         `json:"start"`
+	Profile       string            `json:"profile"`      // the input profile's path
+	ProfileHash   string            `json:"profile_hash"` // sha256 of its bytes
+	ProfileCommit string            `json:"profile_commit,omitempty"`
+	Machine       Machine           `json:"machine"`
+	Backend       string            `json:"backend"`
+	Tools         map[string]string `json:"tools"`   // tool → version line
+	Command       []string          `json:"command"` // temper-train's own argv
+	Bench         []string          `json:"bench"`   // the benchmark's argv
+	Adapter       string            `json:"adapter"`
+	Target        string            `json:"target"`
+	Seed          uint64            `json:"seed"`
+	// Config is the engine's configuration; a resumed run uses it, not its
+	// own flags, so that it replays the same plan.
+	Config json.RawMessage `json:"config"`
+}
+
+// Machine identifies the machine a run measured: a ledger from another
+// machine cannot be resumed here.
+type Machine struct {
+	Hostname string `json:"hostname"`
+	Shape    string `json:"shape"` // profiles.Shape.Key()
+	CPUModel string `json:"cpu_model,omitempty"`
+	Kernel   string `json:"kernel"`
+}
+
+// TrialStart is written just before a trial's benchmark runs.
+type TrialStart struct {
+	Type      string    `json:"type"`
+	Trial     string    `json:"trial"` // unique, deterministic id: stage/comparison/index
+	Stage     string    `json:"stage"` // calibration, screen, confirm, final
+	Step      string    `json:"step,omitempty"`
+	Arm       string    `json:"arm"`       // "A" (reference) or "B" (candidate)
+	Candidate string    `json:"candidate"` // hash of the arm's profile; "stock" for no profile
+	Params    string    `json:"params,omitempty"`
+	Bg        int       `json:"bg"`
+	Spinners  []int     `json:"spinners,omitempty"` // pids, reaped if the run dies
+	Start     time.Time `json:"start"`
+	Rerun     bool      `json:"rerun,omitempty"` // the trial was cut off before and runs again
+}
+
+// TrialEnd is written when a trial's benchmark has finished or failed.
+// A failed trial has Error set and no metrics: it is never a number.
+type TrialEnd struct {
+	Type    string             `json:"type"`
+	Trial   string             `json:"trial"`
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// Groups are the arm's per-group scheduler counters over the trial,
+	// per second of trial (the mechanism check reads them).
+	Groups map[string]GroupRates `json:"groups,omitempty"`
+	End    time.Time             `json:"end"`
+	Error  string                `json:"error,omitempty"`
+}
+
+// GroupRates are one thread group's scheduler counters during a trial,
+// divided by the trial's length.
+type GroupRates struct {
+	CPUs            float64 `json:"cpus"` // runtime / wall time
+	SwitchesPerS    float64 `json:"switches_per_s"`
+	PreemptsPerS    float64 `json:"preempts_per_s"`
+	SiblingBusyPerS float64 `json:"sibling_busy_per_s"`
+}
+
+// Interval is a point estimate with its confidence interval. A bound the
+// sample is too small for is infinite.
+type Interval struct {
+	Lo     Num `json:"lo"`
+	Center Num `json:"center"`
+	Hi     Num `json:"hi"`
+}
+
+// Num is a float64 that survives JSON when it is infinite or NaN (written
+// as the strings "+Inf", "-Inf", "NaN"; JSON numbers have neither).
+type Num float64
+
+// MarshalJSON writes finite values as numbers and the others as strings.
+func (n Num) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	switch {
+	case math.IsInf(f, 1):
+		return []byte(`"+Inf"`), nil
+	case math.IsInf(f, -1):
+		return []byte(`"-Inf"`), nil
+	case math.IsNaN(f):
+		return []byte(`"NaN"`), nil
+	}
+	return json.Marshal(f)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (n *Num) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return fmt.Errorf("number %q: %w", s, err)
+		}
+		*n = Num(f)
+		return nil
+	}
+	var f float64
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*n = Num(f)
+	return nil
+}
+
+// Decision is one comparison and what refine made of it.
+type Decision struct {
+	Type      string     `json:"type"`
+	Stage     string     `json:"stage"`
+	Round     int        `json:"round,omitempty"`
+	Step      string     `json:"step,omitempty"`
+	Group     string     `json:"group,omitempty"` // the group the step changes
+	Candidate string     `json:"candidate"`
+	Test      string     `json:"test"` // "mann-whitney-u"
+	Metric    string     `json:"metric"`
+	Bg        int        `json:"bg"`
+	N         [2]int     `json:"n"` // reference, candidate
+	Base      Interval   `json:"base"`
+	Cand      Interval   `json:"cand"`
+	Effect    Interval   `json:"effect"` // relative shift (cand − base) / base
+	P         Num        `json:"p"`
+	Verdict   string     `json:"verdict"`
+	Guards    []Guard    `json:"guards,omitempty"`
+	Mechanism *Mechanism `json:"mechanism,omitempty"`
+	Accepted  bool       `json:"accepted"`
+	Reason    string     `json:"reason"`
+	Line      string     `json:"line"` // the benchstat-style line printed
+}
+
+// Guard is one guard metric's check within a decision.
+type Guard struct {
+	Metric    string  `json:"metric"`
+	Bound     float64 `json:"bound"`
+	Regresses bool    `json:"regresses"`
+	P         Num     `json:"p"`
+	Effect    Num     `json:"effect"`
+}
+
+// Mechanism records whether the group a step changes moved the way its
+// treatment predicts.
+type Mechanism struct {
+	Group     string `json:"group"`
+	Counter   string `json:"counter"`   // which GroupRates field
+	Predicted string `json:"predicted"` // "down", "up"
+	Base      Num    `json:"base"`      // medians per arm
+	Cand      Num    `json:"cand"`
+	P         Num    `json:"p"`
+	Moved     bool   `json:"moved"`
+	Suspect   bool   `json:"suspect"` // a metric win without the mechanism
+	Note      string `json:"note,omitempty"`
+}
+
+// Note is free text worth keeping with the record: a re-run trial, reaped
+// spinners, a noise warning.
+type Note struct {
+	Type string    `json:"type"`
+	Time time.Time `json:"time"`
+	Text string    `json:"text"`
+}
+
+// End closes a run that finished (not one that was cut off).
+type End struct {
+	Type    string    `json:"type"`
+	Time    time.Time `json:"time"`
+	Reason  string    `json:"reason"`
+	Refined string    `json:"refined,omitempty"` // path of the refined profile, if one was written
+}
+
+// Writer appends records to a ledger file, one fsynced line each.
+type Writer struct {
+	f    *os.File
+	path string
+}
+
+// Create starts a new ledger at path with its header; an existing file is
+// an error (a ledger is never overwritten: resume it or pick another name).
+func Create(path string, h Header) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	w := &Writer{f: f, path: path}
+	h.Type, h.Version = KindHeader, Version
+	if err := w.Append(h); err != nil {
+		f.Close()
+		os.Remove(path)
+		return nil, err
+	}
+	return w, nil
+}
+
+// Append opens an existing ledger for appending (a resumed run). A torn
+// last line is cut off first so that the next record starts on a line of
+// its own.
+func Append(path string) (*Writer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	if n := bytes.LastIndexByte(data, '\n') + 1; n < len(data) {
+		if err := f.Truncate(int64(n)); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("ledger %s: cut torn last line: %w", path, err)
+		}
+	}
+	return &Writer{f: f, path: path}, nil
+}
+
+// Path is the ledger's file name.
+func (w *Writer) Path() string { return w.path }
+
+// Append writes one record as a line and fsyncs it. Records are the types
+// of this package; their Type field is filled in.
+func (w *Writer) Append(rec any) error {
+	switch r := rec.(type) {
+	case Header:
+		r.Type = KindHeader
+		rec = r
+	case TrialStart:
+		r.Type = KindTrialStart
+		rec = r
+	case TrialEnd:
+		r.Type = KindTrialEnd
+		rec = r
+	case Decision:
+		r.Type = KindDecision
+		rec = r
+	case Note:
+		r.Type = KindNote
+		if r.Time.IsZero() {
+			r.Time = time.Now().UTC()
+		}
+		rec = r
+	case End:
+		r.Type = KindEnd
+		if r.Time.IsZero() {
+			r.Time = time.Now().UTC()
+		}
+		rec = r
+	default:
+		return fmt.Errorf("ledger: cannot record a %T", rec)
+	}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	if _, err := w.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("ledger %s: %w", w.path, err)
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("ledger %s: fsync: %w", w.path, err)
+	}
+	return nil
+}
+
+// Close closes the file.
+func (w *Writer) Close() error { return w.f.Close() }
+
+// Ledger is a ledger read back.
+type Ledger struct {
+	Header    Header
+	Starts    []TrialStart
+	Ends      map[string]TrialEnd // by trial id, the last end of each
+	Decisions []Decision
+	Notes     []Note
+	End       *End
+	// Torn is true when the last line was cut off mid-write.
+	Torn bool
+}
+
+// Done returns the trials that ended without error, by id.
+func (l *Ledger) Done() map[string]TrialEnd {
+	done := map[string]TrialEnd{}
+	for id, e := range l.Ends {
+		if e.Error == "" {
+			done[id] = e
+		}
+	}
+	return done
+}
+
+// Open returns the trials started but never ended (cut off by a crash):
+// the last start of each such trial.
+func (l *Ledger) Open() []TrialStart {
+	var open []TrialStart
+	seen := map[string]bool{}
+	for i := len(l.Starts) - 1; i >= 0; i-- {
+		s := l.Starts[i]
+		if seen[s.Trial] {
+			continue
+		}
+		seen[s.Trial] = true
+		if _, ok := l.Ends[s.Trial]; !ok {
+			open = append(open, s)
+		} else if e := l.Ends[s.Trial]; e.End.Before(s.Start) {
+			open = append(open, s) // re-run started after a failed end
+		}
+	}
+	return open
+}
+
+// Read parses a ledger. An unparsable line other than a torn last one is
+// an error naming the file and line.
+func Read(path string) (*Ledger, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	defer f.Close()
+	return parse(path, f)
+}
+
+func parse(path string, r io.Reader) (*Ledger, error) {
+	l := &Ledger{Ends: map[string]TrialEnd{}}
+	br := bufio.NewReader(r)
+	for line := 1; ; line++ {
+		b, err := br.ReadBytes('\n')
+		if len(b) == 0 && err == io.EOF {
+			break
+		}
+		if err != nil && err != io.EOF {
+			return nil, fmt.Errorf("ledger %s line %d: %w", path, line, err)
+		}
+		torn := err == io.EOF // no newline: the write was cut off
+		var kind struct {
+			Type string `json:"type"`
+		}
+		if jerr := json.Unmarshal(b, &kind); jerr != nil {
+			if torn {
+				l.Torn = true
+				break
+			}
+			return nil, fmt.Errorf("ledger %s line %d: not JSON: %v", path, line, jerr)
+		}
+		if line == 1 && kind.Type != KindHeader {
+			return nil, fmt.Errorf("ledger %s line 1: want the header, got %q: not a refine ledger", path, kind.Type)
+		}
+		var derr error
+		switch kind.Type {
+		case KindHeader:
+			if line != 1 {
+				return nil, fmt.Errorf("ledger %s line %d: a second header", path, line)
+			}
+			derr = json.Unmarshal(b, &l.Header)
+		case KindTrialStart:
+			var s TrialStart
+			derr = json.Unmarshal(b, &s)
+			l.Starts = append(l.Starts, s)
+		case KindTrialEnd:
+			var e TrialEnd
+			derr = json.Unmarshal(b, &e)
+			l.Ends[e.Trial] = e
+		case KindDecision:
+			var d Decision
+			derr = json.Unmarshal(b, &d)
+			l.Decisions = append(l.Decisions, d)
+		case KindNote:
+			var n Note
+			derr = json.Unmarshal(b, &n)
+			l.Notes = append(l.Notes, n)
+		case KindEnd:
+			var e End
+			derr = json.Unmarshal(b, &e)
+			l.End = &e
+		default:
+			return nil, fmt.Errorf("ledger %s line %d: unknown record type %q", path, line, kind.Type)
+		}
+		if derr != nil {
+			return nil, fmt.Errorf("ledger %s line %d: %s record: %v", path, line, kind.Type, derr)
+		}
+		if torn {
+			break
+		}
+	}
+	if l.Header.Type != KindHeader {
+		return nil, fmt.Errorf("ledger %s: empty: no header", path)
+	}
+	if l.Header.Version != Version {
+		return nil, fmt.Errorf("ledger %s line 1: version %d, this temper-train reads version %d", path, l.Header.Version, Version)
+	}
+	return l, nil
+}
+
+// Check refuses to resume a ledger made for another profile or machine:
+// the error says which and wraps ErrMismatch.
+func (l *Ledger) Check(path, profileHash string, m Machine) error {
+	h := l.Header
+	switch {
+	case h.ProfileHash != profileHash:
+		return fmt.Errorf("%w: %s was made for profile %s (sha256 %.12s), not this one (sha256 %.12s); start a new ledger",
+			ErrMismatch, path, h.Profile, h.ProfileHash, profileHash)
+	case h.Machine.Hostname != m.Hostname || h.Machine.Shape != m.Shape || h.Machine.Kernel != m.Kernel || h.Machine.CPUModel != m.CPUModel:
+		return fmt.Errorf("%w: %s was made on %s (%s, kernel %s), this is %s (%s, kernel %s); start a new ledger",
+			ErrMismatch, path, h.Machine.Hostname, h.Machine.Shape, h.Machine.Kernel, m.Hostname, m.Shape, m.Kernel)
+	}
+	return nil
+}
