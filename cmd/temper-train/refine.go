@@ -301,21 +301,9 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 	case f.timeout <= 0:
 		return nil, usageError{fmt.Errorf("--timeout %s: want > 0", f.timeout)}
 	}
-	argv, err := splitCommand(f.bench)
-	if err != nil || len(argv) == 0 {
-		return nil, usageError{fmt.Errorf("--bench %q: %v", f.bench, cmp(err, errors.New("empty command")))}
-	}
-	var adapter bench.Adapter
-	if f.adapter != "" {
-		adapter, err = bench.Lookup(f.adapter)
-	} else {
-		adapter, err = bench.Detect(argv)
-	}
+	argv, adapter, err := benchCommand(f.bench, f.adapter)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("--bench: %w", err)}
-	}
-	if _, err := exec.LookPath(argv[0]); err != nil {
-		return nil, usageError{fmt.Errorf("--bench %q: %s: %v", f.bench, argv[0], errors.Unwrap(err))}
+		return nil, err
 	}
 
 	src, err := os.ReadFile(profilePath)
@@ -765,4 +753,27 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
+}
+
+// benchCommand splits --bench into its argv, finds the adapter that reads
+// its output (--adapter, else from the command's name) and checks that the
+// command exists.
+func benchCommand(command, adapterName string) ([]string, bench.Adapter, error) {
+	argv, err := splitCommand(command)
+	if err != nil || len(argv) == 0 {
+		return nil, nil, usageError{fmt.Errorf("--bench %q: %v", command, cmp(err, errors.New("empty command")))}
+	}
+	var adapter bench.Adapter
+	if adapterName != "" {
+		adapter, err = bench.Lookup(adapterName)
+	} else {
+		adapter, err = bench.Detect(argv)
+	}
+	if err != nil {
+		return nil, nil, usageError{fmt.Errorf("--bench: %w", err)}
+	}
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		return nil, nil, usageError{fmt.Errorf("--bench %q: %s: %v", command, argv[0], errors.Unwrap(err))}
+	}
+	return argv, adapter, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -439,6 +440,9 @@ func TestTrainDemo(t *testing.T) {
 	b, err := exec.Command(tt, args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("train: %v\n%s", err, b)
+	}
+	if !regexp.MustCompile(`train: the benchmark ran [1-9][0-9]* times while observe traced`).Match(b) {
+		t.Errorf("train traced the workload without its benchmark running:\n%s", b)
 	}
 	for _, f := range []string{"observe/trace.pftrace", "observe/snapshot.json", "analysis.json", "refine/ledger.jsonl", "refine/REPORT.md"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"temper.codes/temper-train/observe/target"
+	"temper.codes/temper-train/refine/bench"
 )
 
 // trainFlags are train's settings: refine's, plus what observe and
@@ -31,7 +32,8 @@ func newTrainCmd() *cobra.Command {
 		Short: "Observe, analyze, synthesize and refine: a measured profile for a live workload in one command",
 		Long: `Train runs the four stages on one live workload:
 
-  observe     trace it for --duration            → DIR/observe/trace.pftrace, snapshot.json
+  observe     trace it for --duration, the benchmark running back to back
+              → DIR/observe/trace.pftrace, snapshot.json
   analyze     its thread groups and classes      → DIR/analysis.json, wake-graph.dot, plots/
   synthesize  a profile for this machine          → DIR/profiles/ID/SHAPE.toml
   refine      measure it against stock CFS with --bench, keep only what helps
@@ -111,9 +113,22 @@ func runTrain(cmd *cobra.Command, f trainFlags, command []string) error {
 		return nil
 	}
 	obs := filepath.Join(dir, "observe")
-	if err := stage("observe", append([]string{"observe", "--duration", f.duration.String(), "--out", obs, "-q"}, targetArgs...)...); err != nil {
+	// The trace must show the workload under the load refine will measure
+	// it with, not idle: the benchmark runs back to back while observe
+	// traces.
+	stopLoad, err := startLoad(f.bench, f.adapter, f.timeout)
+	if err != nil {
 		return err
 	}
+	err = stage("observe", append([]string{"observe", "--duration", f.duration.String(), "--out", obs, "-q"}, targetArgs...)...)
+	runs, loadErr := stopLoad()
+	if err != nil {
+		return err
+	}
+	if runs == 0 {
+		return fmt.Errorf("observe: the benchmark finished no run while the workload was traced: %w", cmp(loadErr, errors.New("it ran for the whole trace: lengthen --duration")))
+	}
+	fmt.Fprintf(stderr, "train: the benchmark ran %d times while observe traced\n", runs)
 	analysis := filepath.Join(dir, "analysis.json")
 	if err := stage("analyze", "analyze", "--snapshot", filepath.Join(obs, "snapshot.json"), "--json", analysis,
 		"--dot", filepath.Join(dir, "wake-graph.dot"), "--plot", filepath.Join(dir, "plots"), filepath.Join(obs, "trace.pftrace")); err != nil {
@@ -162,4 +177,41 @@ func (f targetFlags) args() []string {
 		a = append(a, "--node", f.node)
 	}
 	return a
+}
+
+// startLoad runs the benchmark back to back until the returned stop is
+// called; stop returns how many runs completed and the last failure. A run
+// cut short by stop counts as neither.
+func startLoad(command, adapterName string, timeout time.Duration) (stop func() (int, error), err error) {
+	argv, adapter, err := benchCommand(command, adapterName)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var runs int
+	var last error
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			_, err := bench.Run(ctx, bench.Command{Argv: argv, Adapter: adapter, Timeout: timeout})
+			switch {
+			case ctx.Err() != nil:
+			case err != nil:
+				last = err
+				// A failing benchmark is not retried in a tight loop.
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			default:
+				runs++
+			}
+		}
+	}()
+	return func() (int, error) {
+		cancel()
+		<-done
+		return runs, last
+	}, nil
 }
