@@ -71,6 +71,7 @@ type Calibration struct {
 	Bg       int
 	N        int                // trials
 	CV       map[string]float64 // per metric
+	Noise    map[string]float64 // per metric: stats.Noise, what sizes n
 	Decision ledger.Decision    // stock vs stock
 }
 
@@ -303,9 +304,10 @@ func (e *engine) calibrate(ctx context.Context, stock Arm) error {
 	for _, bg := range c.Ladder {
 		p := ps[bg]
 		all := append(slices.Clone(p[0]), p[1]...)
-		cal := Calibration{Bg: bg, N: len(all), CV: map[string]float64{}}
+		cal := Calibration{Bg: bg, N: len(all), CV: map[string]float64{}, Noise: map[string]float64{}}
 		for _, m := range metricNames(all) {
 			cal.CV[m] = stats.CV(values(all, m))
+			cal.Noise[m] = stats.Noise(values(all, m))
 		}
 		sd := stats.Decide(values(p[0], c.Metric), values(p[1], c.Metric), e.rule())
 		d := e.decision(StageCalibration, stock, bg, p, sd)
@@ -316,14 +318,16 @@ func (e *engine) calibrate(ctx context.Context, stock Arm) error {
 		}
 		cal.Decision = d
 		e.res.Calibration = append(e.res.Calibration, cal)
-		cv := cal.CV[c.Metric]
-		shown := map[string]float64{c.Metric: cv}
+		// The rank tests are robust to the odd outlier run, so their n is
+		// sized by the robust noise; the plain CV is shown beside it.
+		cv := cal.Noise[c.Metric]
+		shown := map[string]float64{c.Metric: cal.CV[c.Metric]}
 		for _, g := range c.Guards {
 			if v, ok := cal.CV[g.Metric]; ok {
 				shown[g.Metric] = v
 			}
 		}
-		e.env.Log("calibration bg=%d: %s CV %.1f%% over %d stock trials (%s)", bg, c.Metric, 100*cv, len(all), cvList(shown))
+		e.env.Log("calibration bg=%d: %s noise %.1f%% (1.4826·MAD/median) over %d stock trials; CV %s", bg, c.Metric, 100*cv, len(all), cvList(shown))
 		if cv > worst {
 			worst, worstBg = cv, bg
 		}
@@ -337,10 +341,10 @@ func (e *engine) calibrate(ctx context.Context, stock Arm) error {
 		n += n % 2
 		if n > need {
 			if n > c.MaxN {
-				return fmt.Errorf("%w: %s varies %.1f%% between stock runs (CV of %d trials at bg=%d) against --min-effect %.1f%%: confirming would need about %d trials per arm, more than %d; lengthen the benchmark, quiet the machine or raise --min-effect",
+				return fmt.Errorf("%w: %s varies %.1f%% between stock runs (1.4826·MAD/median of %d trials at bg=%d) against --min-effect %.1f%%: confirming would need about %d trials per arm, more than %d; lengthen the benchmark, quiet the machine or raise --min-effect",
 					ErrNoisy, c.Metric, 100*worst, 2*c.CalibrationN, worstBg, 100*c.MinEffect, n, c.MaxN)
 			}
-			if err := e.note("noise: %s CV %.1f%% at bg=%d is large against --min-effect %.1f%%: confirm and final n raised from %d to %d per arm",
+			if err := e.note("noise: %s %.1f%% (1.4826·MAD/median) at bg=%d is large against --min-effect %.1f%%: confirm and final n raised from %d to %d per arm",
 				c.Metric, 100*worst, worstBg, 100*c.MinEffect, need, n); err != nil {
 				return err
 			}

@@ -39,9 +39,9 @@ func newTrainCmd() *cobra.Command {
   refine      measure it against stock CFS with --bench, keep only what helps
               → DIR/refine/ledger.jsonl, REPORT.md, DIR/refine/ID/SHAPE.toml
 
-A command after -- is started once and serves every stage; it is stopped at the
-end. Refine's flags (--metric, --guard, --ladder, --max-time, ...) apply to the
-refine stage; see 'temper-train refine --help'.`,
+A command after -- is started once and serves every stage (the benchmark starts
+--warmup after it); it is stopped at the end. Refine's flags (--metric, --guard,
+--ladder, --max-time, ...) apply to the refine stage; see 'temper-train refine --help'.`,
 		Example: `  # the built-in demo workload with its latency benchmark, about two minutes
   temper-train train --id demo-workload --out bin/train --max-time 90s \
       --bench 'scripts/demo-bench.sh /tmp/wl.stats 1' --adapter jsonl -- bin/workload --stats /tmp/wl.stats --dir bin
@@ -100,6 +100,10 @@ func runTrain(cmd *cobra.Command, f trainFlags, command []string) error {
 		}
 		defer tgt.Stop(2 * time.Second)
 		tf = targetFlags{pid: tgt.Tgids[0]}
+		// A server just started is not listening yet, and some load tools
+		// (redis-benchmark) spin instead of failing on a refused
+		// connection: give it --warmup before the first load.
+		time.Sleep(f.warmup)
 	}
 	targetArgs := tf.args()
 
