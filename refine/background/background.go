@@ -45,6 +45,7 @@ const (
 type Spinners struct {
 	pids   []int
 	cgroup string // the cgroup's directory; "" when n == 0
+	cpuset string // its twin in the v1 cpuset hierarchy; "" when none
 
 	stop    chan struct{} // closed by Stop: the keeper kills the spinners
 	done    chan error    // the keeper's result, once they are reaped
@@ -56,6 +57,12 @@ type Spinners struct {
 type hierarchy struct {
 	root    string // the mount point
 	version int    // 1 or 2
+	// cpuset is the v1 cpuset hierarchy's mount point ("" when it is not
+	// mounted apart). Spinners get a cpuset cgroup there too, so that a
+	// backend that keeps exclusive cores free by narrowing every other
+	// cgroup's cpuset (as the kubelet's static CPU manager does) can narrow
+	// theirs; in the root cpuset they could not be narrowed.
+	cpuset string
 }
 
 // weightFile and weight are the lowest CPU weight of each cgroup version.
@@ -73,12 +80,17 @@ func findHierarchy() (hierarchy, error) {
 	if err != nil {
 		return hierarchy{}, fmt.Errorf("background: %w", err)
 	}
-	var v2 string
+	var v2, cpuset string
+	for _, m := range mounts {
+		if m.FSType == "cgroup" && slices.Contains(m.SuperOptions, "cpuset") && !slices.Contains(m.SuperOptions, "cpu") {
+			cpuset = m.MountPoint
+		}
+	}
 	for _, m := range mounts {
 		switch m.FSType {
 		case "cgroup":
 			if slices.Contains(m.SuperOptions, "cpu") {
-				return hierarchy{m.MountPoint, 1}, nil
+				return hierarchy{root: m.MountPoint, version: 1, cpuset: cpuset}, nil
 			}
 		case "cgroup2":
 			if v2 == "" {
@@ -89,7 +101,7 @@ func findHierarchy() (hierarchy, error) {
 	if v2 != "" {
 		ctrls, err := os.ReadFile(filepath.Join(v2, "cgroup.controllers"))
 		if err == nil && slices.Contains(strings.Fields(string(ctrls)), "cpu") {
-			return hierarchy{v2, 2}, nil
+			return hierarchy{root: v2, version: 2}, nil
 		}
 	}
 	return hierarchy{}, errors.New("background: no cgroup hierarchy with the cpu controller is mounted")
@@ -139,13 +151,49 @@ func start(n int, pdeathsig bool) (*Spinners, error) {
 		return nil, err
 	}
 	s.cgroup = dir
+	if h.cpuset != "" {
+		s.cpuset = filepath.Join(h.cpuset, name)
+		if err := makeCpuset(h.cpuset, s.cpuset); err != nil {
+			return nil, errors.Join(err, removeCgroup(dir))
+		}
+	}
 	ready := make(chan error, 1)
 	go s.keep(h, n, pdeathsig, ready)
 	if err := <-ready; err != nil {
 		<-s.done
-		return nil, errors.Join(err, removeCgroup(dir))
+		return nil, errors.Join(err, s.removeCgroups())
 	}
 	return s, nil
+}
+
+// makeCpuset makes a v1 cpuset cgroup allowed everything its parent (the
+// hierarchy's root) is: a new v1 cpuset starts with no CPUs and no memory
+// nodes, and takes no task until both are set.
+func makeCpuset(root, dir string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return fmt.Errorf("background: %w", err)
+	}
+	for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, f), b, 0)
+		}
+		if err != nil {
+			return errors.Join(fmt.Errorf("background: %s: %w", f, err), removeCgroup(dir))
+		}
+	}
+	return nil
+}
+
+// removeCgroups removes the spinners' cgroups.
+func (s *Spinners) removeCgroups() error {
+	var errs []error
+	for _, dir := range []string{s.cgroup, s.cpuset} {
+		if dir != "" {
+			errs = append(errs, removeCgroup(dir))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func makeCgroup(h hierarchy, dir string) error {
@@ -210,9 +258,14 @@ func (s *Spinners) keep(h hierarchy, n int, pdeathsig bool, ready chan<- error) 
 			if h.version == 1 {
 				// v1 has no way to be born in a cgroup: the spinner moves
 				// in while the shell starts, before its loop.
-				procs := filepath.Join(s.cgroup, "cgroup.procs")
-				if err := os.WriteFile(procs, []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
-					return fmt.Errorf("background: moving spinner %d into %s: %w", cmd.Process.Pid, s.cgroup, err)
+				for _, dir := range []string{s.cgroup, s.cpuset} {
+					if dir == "" {
+						continue
+					}
+					procs := filepath.Join(dir, "cgroup.procs")
+					if err := os.WriteFile(procs, []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+						return fmt.Errorf("background: moving spinner %d into %s: %w", cmd.Process.Pid, dir, err)
+					}
 				}
 			}
 		}
@@ -251,11 +304,7 @@ func (s *Spinners) Cgroup() string { return s.cgroup }
 func (s *Spinners) Stop() error {
 	s.once.Do(func() {
 		close(s.stop)
-		err := <-s.done
-		if s.cgroup != "" {
-			err = errors.Join(err, removeCgroup(s.cgroup))
-		}
-		s.stopErr = err
+		s.stopErr = errors.Join(<-s.done, s.removeCgroups())
 	})
 	return s.stopErr
 }

@@ -141,6 +141,21 @@ func TestStartStop(t *testing.T) {
 		t.Fatalf("pids %v, cgroup %q", pids, s.Cgroup())
 	}
 	checkSpinners(t, h, pids, s.Cgroup())
+	if h.cpuset != "" {
+		// A cpuset cgroup of their own, allowed what the root is, so that
+		// a backend can narrow it; in the root cpuset it could not.
+		procs, _ := os.ReadFile(filepath.Join(s.cpuset, "cgroup.procs"))
+		for _, pid := range pids {
+			if !slices.Contains(strings.Fields(string(procs)), strconv.Itoa(pid)) {
+				t.Errorf("spinner %d is not in cpuset %s (cgroup.procs %q)", pid, s.cpuset, procs)
+			}
+		}
+		root, _ := os.ReadFile(filepath.Join(h.cpuset, "cpuset.cpus"))
+		own, _ := os.ReadFile(filepath.Join(s.cpuset, "cpuset.cpus"))
+		if string(own) != string(root) {
+			t.Errorf("cpuset %s allows CPUs %q, the root %q", s.cpuset, own, root)
+		}
+	}
 	if err := s.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -149,8 +164,10 @@ func TestStartStop(t *testing.T) {
 			t.Errorf("spinner %d runs after Stop", pid)
 		}
 	}
-	if _, err := os.Stat(s.Cgroup()); !os.IsNotExist(err) {
-		t.Errorf("cgroup %s after Stop: %v", s.Cgroup(), err)
+	for _, dir := range []string{s.Cgroup(), s.cpuset} {
+		if _, err := os.Stat(dir); dir != "" && !os.IsNotExist(err) {
+			t.Errorf("cgroup %s after Stop: %v", dir, err)
+		}
 	}
 	if err := s.Stop(); err != nil {
 		t.Errorf("second Stop: %v", err)

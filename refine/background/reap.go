@@ -53,7 +53,11 @@ func Reap(pids []int) error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(append(errs, sweep(fsys, h))...)
+	errs = append(errs, sweep(fsys, h.root))
+	if h.cpuset != "" {
+		errs = append(errs, sweep(fsys, h.cpuset))
+	}
+	return errors.Join(errs...)
 }
 
 // isOrphanSpinner reports whether pid is a spinner whose owner is gone.
@@ -152,8 +156,8 @@ func deadRunTasks(h hierarchy) ([]int, []error) {
 
 // sweep removes the spinner cgroups of runs that are gone. One that still
 // holds a task (not a spinner: Reap has killed those) is left and reported.
-func sweep(fsys procfs.FS, h hierarchy) error {
-	entries, err := os.ReadDir(h.root)
+func sweep(fsys procfs.FS, root string) error {
+	entries, err := os.ReadDir(root)
 	if err != nil {
 		return fmt.Errorf("background: %w", err)
 	}
@@ -163,7 +167,7 @@ func sweep(fsys procfs.FS, h hierarchy) error {
 		if !ok || !e.IsDir() || alive(fsys, pid, start) {
 			continue
 		}
-		dir := filepath.Join(h.root, e.Name())
+		dir := filepath.Join(root, e.Name())
 		procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("background: %w", err))
