@@ -3,7 +3,6 @@ package observe
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
+	"temper.codes/temper-train/internal/need"
 )
 
 // bpfRecorder records the workload with Record, the BPF tracer.
@@ -82,12 +81,12 @@ func (r *bpfRecorder) write(t *testing.T, path string) map[int]int64 {
 	return lost
 }
 
+// requireRoot needs root to load BPF, and fails the test if tracing is not
+// possible for another reason.
 func requireRoot(t *testing.T) {
 	t.Helper()
+	need.Root(t, "to load BPF")
 	if err := CheckTracing(); err != nil {
-		if errors.Is(err, ErrNoPrivilege) {
-			t.Skipf("NOT RUN: %s needs root to load BPF (%v); CI runs it as root", t.Name(), err)
-		}
 		t.Fatal(err)
 	}
 }
@@ -178,10 +177,8 @@ func checkWakeEdges(t *testing.T, path string, meta *recordedMeta) {
 // declared sibling runs the target.
 func TestRecordSMTSiblings(t *testing.T) {
 	requireRoot(t)
-	if n, _ := ebpfPossibleCPUs(); n < 2 {
-		t.Skip("NOT RUN: needs 2 CPUs")
-	}
-	taskset := lookTool(t, "taskset", "util-linux")
+	need.CPUs(t, 2)
+	taskset := need.Tool(t, "taskset", "util-linux")
 	dir := t.TempDir()
 	bin := buildWorkload(t, dir)
 	target := exec.Command(taskset, "-c", "0", bin, "--dir", dir)
@@ -238,8 +235,6 @@ func TestRecordSMTSiblings(t *testing.T) {
 		t.Errorf("without siblings: %d non-target switches recorded, want 0 (filtering)", without)
 	}
 }
-
-func ebpfPossibleCPUs() (int, error) { return ebpf.PossibleCPU() }
 
 // TestRecordLoss overflows a one-page ring buffer: the loss must be counted
 // per CPU, flagged in the trace, and the trace must still read cleanly.
