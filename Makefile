@@ -43,7 +43,7 @@ demo: setup build
 	$(BIN) analyze --snapshot $(DEMO)/snapshot.json --json $(DEMO)/analysis.json --dot $(DEMO)/wake-graph.dot --plot $(DEMO)/plots $(DEMO)/trace.pftrace
 	$(BIN) synthesize $(DEMO)/analysis.json --id demo-workload --snapshot $(DEMO)/snapshot.json --out $(DEMO)/profiles
 	$(BIN) lint $(DEMO)/profiles/demo-workload/*.toml
-	@echo "$(DEMO)/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/analysis.json, wake-graph.dot and plots/ hold the analysis; $(DEMO)/profiles the synthesized profile"
+	@echo "$(DEMO)/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/analysis.json, wake-graph.dot (and .svg) and plots/ hold the analysis; $(DEMO)/profiles the synthesized profile"
 
 # What the tests need beyond Debian packages, built or downloaded once into
 # the cache: etcd + kube-apiserver for observe/target's pod tests (~8 min

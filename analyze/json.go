@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 
 	"temper.codes/temper-train/internal/atomicfile"
 )
@@ -69,12 +70,28 @@ type Dist struct {
 	Mean  float64 `json:"mean_ns"`
 	Max   int64   `json:"max_ns"`
 	Exact bool    `json:"exact"`
+	// sketch holds the distribution itself for pictures (Bins); it is not
+	// part of the JSON, so a decoded Dist has none.
+	sketch *Sketch
 }
 
-// distOf summarises a sketch.
-func distOf(s *Sketch) Dist {
+// Dist summarises the sketch's samples and keeps a copy of the sketch, so
+// the Dist can give its Bins.
+func (s *Sketch) Dist() Dist {
+	keep := *s
+	keep.counts = slices.Clone(s.counts)
 	return Dist{N: s.Count(), P50: s.Quantile(0.5), P90: s.Quantile(0.9), P99: s.Quantile(0.99),
-		Mean: round3(s.Mean()), Max: s.Max(), Exact: s.Exact()}
+		Mean: round3(s.Mean()), Max: s.Max(), Exact: s.Exact(), sketch: &keep}
+}
+
+// Bins returns the samples behind d by increasing value (see Sketch.Bins),
+// or nil when d holds no distribution: an analysis decoded from JSON
+// carries only the quantiles.
+func (d Dist) Bins() []Bin {
+	if d.sketch == nil {
+		return nil
+	}
+	return d.sketch.Bins()
 }
 
 // Features are one thread's measured behaviour over the window.

@@ -104,6 +104,6 @@ func TestRecordAndAnalyze(t *testing.T) {
 		t.Errorf("CFS lint ignored the snapshot: %q", a.Lint.CFS.Status)
 	}
 	if testing.Verbose() {
-		a.Report(os.Stdout, 10)
+		a.Report(os.Stdout, ReportOptions{Edges: 10})
 	}
 }

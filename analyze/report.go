@@ -7,15 +7,24 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
+	"temper.codes/temper-train/internal/table"
 )
 
+// ReportOptions say how much the terminal report shows.
+type ReportOptions struct {
+	// Edges is the number of wake edges listed; 0 lists all.
+	Edges int
+	// Wide shows every column of the tables (-o wide); the default view
+	// fits a 120-column terminal with the columns a person decides by.
+	Wide bool
+}
+
 // Report writes the terminal report: what was analysed, the clusters with
-// their class and the numbers behind it, every thread, the top wake edges,
+// their class and the numbers behind it, the threads, the top wake edges,
 // chains, hubs, communities, lint findings and caveats. Every figure comes
-// with the number of samples it rests on.
-func (a *Analysis) Report(w io.Writer, topEdges int) error {
+// with the number of samples it rests on (in the wide view where the
+// default has no room for it).
+func (a *Analysis) Report(w io.Writer, opts ReportOptions) error {
 	t := a.Trace
 	format := t.Format
 	if t.Gzip {
@@ -35,26 +44,8 @@ func (a *Analysis) Report(w io.Writer, topEdges int) error {
 	fmt.Fprintf(w, "target   %s\n\n", a.Target.Description)
 
 	fmt.Fprintln(w, "CLUSTERS (class from the members' mean scores; evidence = member medians)")
-	tab := newTable(w)
-	tab.Header("CLUSTER", "CLASS", "CONF", "THREADS", "FAMILIES", "CPU%", "RUN p50/p90 (n)", "TIME-W RUN p50", "WAKES/s (n)", "D%", "SRC/CHAIN/IO/HARDIRQ")
-	for _, c := range a.Clusters {
-		fams := make([]string, len(c.Families))
-		for i, f := range c.Families {
-			fams[i] = fmt.Sprintf("%s×%d", f.Family, f.Count)
-		}
-		e := c.Evidence
-		if err := tab.Append(fmt.Sprint(c.ID), c.Class, fmt.Sprintf("%.2f", c.Confidence), fmt.Sprint(len(c.Members)),
-			strings.Join(fams, " "), pct(c.CPUShare), runP50P90(a, c), fmtDur(e.RunTimeP50),
-			fmt.Sprintf("%.1f (%d)", e.WakeRate, e.Wakeups), pct(e.DiskShare), fmt.Sprintf("%.2f/%.2f/%.2f/%.2f", e.Source, e.Chain, e.IOWake, e.HardIRQ)); err != nil {
-			return err
-		}
-	}
-	if err := tab.Render(); err != nil {
+	if err := clusterTable(a).Write(w, opts.Wide); err != nil {
 		return err
-	}
-	for _, c := range a.Clusters {
-		fmt.Fprintf(w, "  %d %s: %s; scores sync %.2f / latency %.2f / chain %.2f / sporadic %.2f\n", c.ID, c.Class, c.Reason,
-			c.Scores.SyncCompute, c.Scores.LatencyCritical, c.Scores.IOWakeChain, c.Scores.Sporadic)
 	}
 	fmt.Fprintln(w)
 
@@ -64,46 +55,22 @@ func (a *Analysis) Report(w io.Writer, topEdges int) error {
 	} else {
 		fmt.Fprintln(w, "THREADS")
 	}
-	tab = newTable(w)
-	tab.Header("TID", "COMM", "FAMILY", "CL", "CLASS", "CPU%", "RUNS", "RUN p50", "p90", "p99", "WAKES", "/s",
-		"WAKE LAT p50/p90 (n)", "PREEMPT/S/D %", "MIGR", "CPUS", "LATCRIT", "TOP WAKER")
-	for _, th := range shown {
-		f := th.Features
-		waker := "-"
-		if len(th.WokenBy) > 0 {
-			waker = fmt.Sprintf("%s %.0f%%", th.WokenBy[0].Node, 100*th.WokenBy[0].Share)
-		}
-		class := th.Class
-		if th.OwnClass != th.Class {
-			class += " (own: " + th.OwnClass + ")"
-		}
-		if err := tab.Append(fmt.Sprint(th.Tid), th.Comm, th.Family, fmt.Sprint(th.Cluster), class, pct(f.CPUShare),
-			fmt.Sprint(f.Run.N), durOrDash(f.Run.P50, f.Run.N), durOrDash(f.Run.P90, f.Run.N), durOrDash(f.Run.P99, f.Run.N),
-			fmt.Sprint(f.Wakeups), fmt.Sprintf("%.1f", f.WakeRate),
-			fmt.Sprintf("%s/%s (%d)", durOrDash(f.WakeLatency.P50, f.WakeLatency.N), durOrDash(f.WakeLatency.P90, f.WakeLatency.N), f.WakeLatency.N),
-			fmt.Sprintf("%.0f/%.0f/%.0f of %d", 100*f.PreemptShare, 100*f.SleepShare, 100*f.DiskShare, f.SwitchOuts),
-			fmt.Sprint(f.Migrations), fmt.Sprint(len(f.CPUs)), fmt.Sprintf("%.0f", th.LatCrit.Normalised), waker); err != nil {
-			return err
-		}
-	}
-	if err := tab.Render(); err != nil {
+	if err := threadTable(shown).Write(w, opts.Wide); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
 
 	edges := a.Graph.Edges
-	if topEdges > 0 && len(edges) > topEdges {
-		edges = edges[:topEdges]
+	if opts.Edges > 0 && len(edges) > opts.Edges {
+		edges = edges[:opts.Edges]
 	}
 	fmt.Fprintf(w, "WAKE EDGES (top %d of %d)\n", len(edges), len(a.Graph.Edges))
-	tab = newTable(w)
-	tab.Header("WAKER", "WAKEE", "WAKES", "/s", "SHARE OF WAKEE")
+	tab := table.New(table.Column{Name: "WAKER", Left: true}, table.Column{Name: "WAKEE", Left: true},
+		table.Column{Name: "WAKES"}, table.Column{Name: "WAKES/s"}, table.Column{Name: "% OF WAKEE"})
 	for _, e := range edges {
-		if err := tab.Append(e.From, e.To, fmt.Sprint(e.Count), fmt.Sprintf("%.1f", e.Rate), pct(e.ShareOfTo)); err != nil {
-			return err
-		}
+		tab.Row(e.From, e.To, fmt.Sprint(e.Count), fmt.Sprintf("%.1f", e.Rate), pct(e.ShareOfTo))
 	}
-	if err := tab.Render(); err != nil {
+	if err := tab.Write(w, opts.Wide); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)
@@ -120,7 +87,7 @@ func (a *Analysis) Report(w io.Writer, topEdges int) error {
 			}
 			b.WriteString(n)
 		}
-		fmt.Fprintf(w, "  %s\n", b.String())
+		wrap(w, b.String())
 	}
 	fmt.Fprintf(w, "HUBS (≥ %d distinct partners at ≥ %.0f/s each)\n", hubMinDegree, hubMinRate)
 	if len(a.Graph.Hubs) == 0 {
@@ -143,27 +110,27 @@ func (a *Analysis) Report(w io.Writer, topEdges int) error {
 		for j, tid := range grp {
 			s[j] = fmt.Sprintf("%s/%d", names[tid], tid)
 		}
-		fmt.Fprintf(w, "  %d: %s\n", i+1, strings.Join(s, ", "))
+		wrap(w, fmt.Sprintf("%d: %s", i+1, strings.Join(s, ", ")))
 	}
 	fmt.Fprintln(w)
 
 	fmt.Fprintln(w, "LINT")
-	fmt.Fprintf(w, "  SMT stacking: %s\n", a.Lint.SMT.Status)
+	wrap(w, "SMT stacking: "+a.Lint.SMT.Status)
 	for _, p := range a.Lint.SMT.Pairs {
-		fmt.Fprintf(w, "    %s + %s: %s on one core, %s of it with another core idle (%.0f%% of the less busy one's run time)\n",
-			p.Threads[0], p.Threads[1], fmtDur(p.TogetherNs), fmtDur(p.WithIdleCore), 100*p.Share)
+		wrapIn(w, "    ", fmt.Sprintf("%s + %s: %s on one core, %s of it with another core idle (%.0f%% of the less busy one's run time)",
+			p.Threads[0], p.Threads[1], fmtDur(p.TogetherNs), fmtDur(p.WithIdleCore), 100*p.Share))
 	}
 	for _, f := range a.Lint.SMT.Findings {
-		fmt.Fprintf(w, "    FINDING: %s\n", f)
+		wrapIn(w, "    ", "FINDING: "+f)
 	}
-	fmt.Fprintf(w, "  CFS bandwidth: %s\n", a.Lint.CFS.Status)
+	wrap(w, "CFS bandwidth: "+a.Lint.CFS.Status)
 	for _, f := range a.Lint.CFS.Findings {
-		fmt.Fprintf(w, "    FINDING: %s\n", f)
+		wrapIn(w, "    ", "FINDING: "+f)
 	}
 	if len(a.Notes) > 0 {
 		fmt.Fprintln(w, "\nNOTES")
 		for _, n := range a.Notes {
-			fmt.Fprintf(w, "  - %s\n", n)
+			wrapIn(w, "  ", "- "+n)
 		}
 	}
 	return nil
@@ -194,9 +161,15 @@ func reportThreads(threads []Thread, limit int) []Thread {
 	return out
 }
 
-// newTable returns a table in the CLI's style.
-func newTable(w io.Writer) *tablewriter.Table {
-	return tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAlignment(tw.AlignRight))
+// wrap writes a line of the report indented by two spaces, wrapped at
+// table.Width with its continuation lines indented further.
+func wrap(w io.Writer, text string) { wrapIn(w, "  ", text) }
+
+// wrapIn writes text indented by indent, wrapped at table.Width.
+func wrapIn(w io.Writer, indent, text string) {
+	var b strings.Builder
+	table.Wrap(&b, text, indent, indent+"    ", table.Width)
+	io.WriteString(w, b.String())
 }
 
 func pct(x float64) string { return fmt.Sprintf("%.1f", 100*x) }
@@ -206,19 +179,4 @@ func durOrDash(ns, n int64) string {
 		return "-"
 	}
 	return fmtDur(ns)
-}
-
-// runP50P90 shows the members' median run p50 and p90 with the run count.
-func runP50P90(a *Analysis, c Cluster) string {
-	var p50, p90 []float64
-	for _, t := range a.Threads {
-		if t.Cluster == c.ID && t.Features.Run.N > 0 {
-			p50 = append(p50, float64(t.Features.Run.P50))
-			p90 = append(p90, float64(t.Features.Run.P90))
-		}
-	}
-	if len(p50) == 0 {
-		return "- (0)"
-	}
-	return fmt.Sprintf("%s/%s (%d)", fmtDur(int64(median(p50))), fmtDur(int64(median(p90))), c.Evidence.Runs)
 }

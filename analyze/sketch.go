@@ -215,6 +215,45 @@ func (s *Sketch) WeightedQuantile(q float64) int64 {
 	return s.max
 }
 
+// Bin is a number of samples at one value (nanoseconds).
+type Bin struct {
+	Value int64
+	Count int64
+}
+
+// Bins returns the samples by increasing value: each distinct sample with
+// its count while the sketch is exact, else each non-empty bucket's count
+// at its representative value rounded into [min, max] — the value Quantile
+// answers for that bucket, so the cumulative counts of the bins cross ⌈q·n⌉
+// exactly at Quantile(q). Counts sum to Count.
+func (s *Sketch) Bins() []Bin {
+	var out []Bin
+	if !s.folded {
+		v := slices.Clone(s.exact[:s.n])
+		slices.Sort(v)
+		for _, x := range v {
+			if n := len(out); n > 0 && out[n-1].Value == x {
+				out[n-1].Count++
+			} else {
+				out = append(out, Bin{x, 1})
+			}
+		}
+		return out
+	}
+	for i, c := range s.counts {
+		if c == 0 {
+			continue
+		}
+		v := s.clamp(bucketValue(s.base + i))
+		if n := len(out); n > 0 && out[n-1].Value == v {
+			out[n-1].Count += int64(c) // the lowest and highest buckets may clamp together
+		} else {
+			out = append(out, Bin{v, int64(c)})
+		}
+	}
+	return out
+}
+
 // clamp rounds a bucket value into the observed [min, max].
 func (s *Sketch) clamp(v float64) int64 {
 	r := int64(math.Round(v))

@@ -83,7 +83,7 @@ func FuzzAnalyzeTrace(f *testing.F) {
 			if err := a.Write(&b); err != nil {
 				t.Fatal(err)
 			}
-			if err := a.Report(&bytes.Buffer{}, 0); err != nil {
+			if err := a.Report(&bytes.Buffer{}, ReportOptions{Wide: true}); err != nil {
 				t.Fatal(err)
 			}
 			out[i] = b.Bytes()

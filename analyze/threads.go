@@ -37,12 +37,12 @@ func buildThreads(c *collector, p *procInfo, target []int, window float64) []Thr
 		var f Features
 		f.RunNs = a.runNs
 		f.CPUShare = round4(float64(a.runNs) / 1e9 / window)
-		f.Run = distOf(&a.runs)
+		f.Run = a.runs.Dist()
 		f.RunTimeP50 = a.runs.WeightedQuantile(0.5)
 		f.OpenRuns = a.openRuns
 		f.Wakeups = a.wakeups
 		f.WakeRate = round3(rate(a.wakeups, window))
-		f.WakeLatency = distOf(&a.wakeLat)
+		f.WakeLatency = a.wakeLat.Dist()
 		f.Preempted, f.Sleep, f.Disk, f.Other = a.outs[outPreempt], a.outs[outSleep], a.outs[outDisk], a.outs[outOther]
 		f.SwitchOuts = f.Preempted + f.Sleep + f.Disk + f.Other
 		f.UntimedRuns = max(0, f.SwitchOuts-f.Run.N) + a.endless

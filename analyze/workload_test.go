@@ -257,7 +257,7 @@ func TestDeterministicJSON(t *testing.T) {
 func TestReportAndDOT(t *testing.T) {
 	a := analyzeWorkload(t, nil)
 	var rep bytes.Buffer
-	if err := a.Report(&rep, 15); err != nil {
+	if err := a.Report(&rep, ReportOptions{Edges: 15}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"CLUSTERS", "sync_compute", "latency_critical", "io_wake_chain", "sporadic",
@@ -293,7 +293,7 @@ func TestReportThreadLimit(t *testing.T) {
 	}
 	a := &Analysis{Threads: threads}
 	var b bytes.Buffer
-	if err := a.Report(&b, 5); err != nil {
+	if err := a.Report(&b, ReportOptions{Edges: 5}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "THREADS (the 60 busiest of 100; all are in --json)") {

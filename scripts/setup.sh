@@ -25,6 +25,7 @@ declare -A need=(
 	[objcopy]=binutils             # ... and its .BTF section
 	[taskset]=util-linux           # observe's SMT-sibling recording test
 	[/usr/bin/time]=time           # make bench: peak RSS of analyze and perf
+	[dot]=graphviz                 # analyze --dot: the wake graph as SVG (and its tests)
 )
 missing=()
 for cmd in "${!need[@]}"; do

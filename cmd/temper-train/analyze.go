@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"temper.codes/temper-train/analyze"
+	"temper.codes/temper-train/analyze/pictures"
+	"temper.codes/temper-train/chart"
 	"temper.codes/temper-train/observe/snapshot"
 )
 
@@ -21,6 +23,7 @@ type analyzeFlags struct {
 	dot      string
 	plot     string
 	edges    int
+	wide     bool
 }
 
 // newAnalyzeCmd is `temper-train analyze`. Register it on the root command.
@@ -42,16 +45,21 @@ or --pid (thread-group ids; processes they fork inside the trace are included),
 or --process (every process with that name). With none of them every user
 thread in the trace is analysed.
 
---json writes the analysis (schema temper-train/analysis/v1) to a file, or to
-stdout with "-" (the report is then not printed). --dot writes the wake graph
-for Graphviz. --plot writes pictures to a directory (created if missing), each
-as SVG and PNG: runtime-wakerate (every thread's CPU share against its wake
-rate, log–log, coloured by cluster), runlength-cdf and wakelatency-cdf (per
-cluster, pooled from the threads' p50/p90/p99/max); their paths are printed
-after the report. Files are written whole or not at all.`,
+The tables fit a 120-column terminal with the columns a person decides by
+(class, CPU%, run p90, wakes/s, wake-latency p99); -o wide (or --wide) shows
+every column. --json writes the analysis (schema temper-train/analysis/v1) to
+a file, or to stdout with "-" (the report is then not printed). --dot writes
+the wake graph for Graphviz and, when Graphviz is installed, lays it out as
+SVG next to it (FILE.svg for FILE.dot); without Graphviz it says so on stderr.
+--plot writes pictures to a directory (created if missing), each as SVG and
+PNG: runtime-wakerate (every thread's CPU share against its wake rate,
+log–log, coloured by cluster), runlength-cdf and wakelatency-cdf (per cluster,
+pooled from the threads' quantile sketches weighted by sample count). The
+paths of the files written are printed after the report. Files are written
+whole or not at all.`,
 		Example: `  temper-train analyze testdata/traces/workload-tracefs.txt.gz --pid 19560
   temper-train analyze out/trace.pftrace --snapshot out/snapshot.json --json out/analysis.json --dot out/wakes.dot
-  temper-train analyze out/trace.pftrace --snapshot out/snapshot.json --plot out/plots
+  temper-train analyze out/trace.pftrace --snapshot out/snapshot.json --plot out/plots -o wide
   temper-train analyze pg.pftrace --process postgres --json - | jq '.clusters'`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -66,6 +74,7 @@ after the report. Files are written whole or not at all.`,
 	fl.StringVar(&f.dot, "dot", "", "write the wake graph as Graphviz DOT to FILE")
 	fl.StringVar(&f.plot, "plot", "", "write pictures (SVG and PNG) of the clusters to directory DIR")
 	fl.IntVar(&f.edges, "edges", 15, "wake edges to list in the report (0 = all)")
+	addWideFlags(cmd, &f.wide)
 	return cmd
 }
 
@@ -104,7 +113,7 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
 	}
 	if f.plot != "" {
 		// Before the analysis, which takes a while, so a wrong path fails fast.
-		if err := analyze.CheckPlotDir(f.plot); err != nil {
+		if err := chart.CheckDir(f.plot); err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
 	}
@@ -121,16 +130,28 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
 		return err // names the file already
 	}
 	out := cmd.OutOrStdout()
+	var graphSVG, graphNote string
 	if f.dot != "" {
 		if err := a.WriteDOTFile(f.dot); err != nil {
+			return err
+		}
+		graphSVG = strings.TrimSuffix(f.dot, ".dot") + ".svg"
+		switch err := pictures.WakeGraphSVG(a, graphSVG); {
+		case errors.Is(err, pictures.ErrNoGraphviz):
+			graphNote = fmt.Sprintf("wake graph: %v; wrote %s only", pictures.ErrNoGraphviz, f.dot)
+			graphSVG = ""
+		case err != nil:
 			return err
 		}
 	}
 	var plots []string
 	if f.plot != "" {
-		if plots, err = analyze.WritePlots(a, f.plot); err != nil {
+		if plots, err = pictures.Write(a, f.plot); err != nil {
 			return fmt.Errorf("--plot: %w", err)
 		}
+	}
+	if graphNote != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), graphNote)
 	}
 	switch f.json {
 	case "":
@@ -141,8 +162,13 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
 			return err
 		}
 	}
-	if err := a.Report(out, f.edges); err != nil {
+	if err := a.Report(out, analyze.ReportOptions{Edges: f.edges, Wide: f.wide}); err != nil {
 		return err
+	}
+	if graphSVG != "" {
+		plots = append([]string{f.dot, graphSVG}, plots...)
+	} else if f.dot != "" {
+		plots = append([]string{f.dot}, plots...)
 	}
 	for _, p := range plots {
 		if _, err := fmt.Fprintf(out, "wrote %s\n", p); err != nil {

@@ -401,5 +401,5 @@ func printObserveSummary(w io.Writer, dir string, tgt *target.Target, res *obser
 		}
 	}
 	fmt.Fprintf(w, "\n%d threads of the target (CPU%% of %.2f s):\n", len(threads), float64(span)/1e9)
-	return printThreadTable(w, threads, span, top)
+	return printThreadTable(w, threads, span, top, false)
 }

@@ -10,11 +10,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
 	"temper.codes/temper-train/internal/atomicfile"
+	"temper.codes/temper-train/internal/table"
 	"temper.codes/temper-train/observe"
 )
 
@@ -32,7 +31,7 @@ temper-train observe or recorded by stock perfetto) and ftrace text from
 
 func newTraceSummaryCmd() *cobra.Command {
 	var top int
-	var asJSON bool
+	var asJSON, wide bool
 	cmd := &cobra.Command{
 		Use:   "summary TRACE",
 		Short: "Summarise a trace: span, events, losses, and each thread's time by state",
@@ -42,6 +41,7 @@ preempted), sleeping (S) and in uninterruptible wait (D), with its switch-out,
 preemption and wakeup counts. States are reconstructed with the semantics of
 Perfetto's trace_processor.`,
 		Example: `  temper-train trace summary testdata/traces/workload-tracefs.txt.gz
+  temper-train trace summary -o wide testdata/traces/workload-tracefs.txt.gz
   temper-train trace summary --top 0 --json trace.pftrace > summary.json`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -55,11 +55,12 @@ Perfetto's trace_processor.`,
 			if asJSON {
 				return writeSummaryJSON(cmd.OutOrStdout(), a[0], sum, top)
 			}
-			return printSummary(cmd.OutOrStdout(), a[0], sum, top)
+			return printSummary(cmd.OutOrStdout(), a[0], sum, top, wide)
 		},
 	}
 	cmd.Flags().IntVar(&top, "top", 20, "threads to list, busiest first (0 = all)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	addWideFlags(cmd, &wide)
 	return cmd
 }
 
@@ -74,7 +75,7 @@ func summarizeFile(path string) (*observe.Summary, error) {
 
 func ms(ns int64) string { return fmt.Sprintf("%.1f", float64(ns)/1e6) }
 
-func printSummary(w io.Writer, path string, s *observe.Summary, top int) error {
+func printSummary(w io.Writer, path string, s *observe.Summary, top int, wide bool) error {
 	span := s.LastTS - s.FirstTS
 	format := s.Info.Format
 	if s.Info.Gzip {
@@ -112,21 +113,26 @@ func printSummary(w io.Writer, path string, s *observe.Summary, top int) error {
 	fmt.Fprintf(w, "threads  %d in %d processes; %d spurious wakings ignored\n",
 		len(s.Threads), s.Processes, s.Sched.SpuriousWakings)
 	if m := s.Sched.MismatchedSwitch; m > 0 {
-		fmt.Fprintf(w, "note     %d switches out of a task the CPU was not known to run: the trace is filtered to some tasks (as observe's traces are), or the recorder missed switch-ins; Running times of unfiltered tasks near them are uncertain\n", m)
+		var b strings.Builder
+		table.Wrap(&b, fmt.Sprintf("%d switches out of a task the CPU was not known to run: the trace is filtered to some tasks (as observe's traces are), or the recorder missed switch-ins; Running times of unfiltered tasks near them are uncertain", m), "note     ", "         ", table.Width)
+		io.WriteString(w, b.String())
 	}
 	fmt.Fprintln(w)
-	return printThreadTable(w, s.Threads, span, top)
+	return printThreadTable(w, s.Threads, span, top, wide)
 }
 
 // printThreadTable prints the first top threads (all for 0) with their time
-// by state over span.
-func printThreadTable(w io.Writer, threads []observe.ThreadSummary, span int64, top int) error {
+// by state over span: by default the time in each state and the wakeups,
+// with -o wide also the switch-out and preemption counts and the CPUs used.
+func printThreadTable(w io.Writer, threads []observe.ThreadSummary, span int64, top int, wide bool) error {
 	n := len(threads)
 	if top > 0 && top < n {
 		n = top
 	}
-	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAlignment(tw.AlignRight))
-	t.Header("TID", "TGID", "COMM", "CPU%", "RUN ms", "R ms", "R+ ms", "S ms", "D ms", "SWITCH-OUTS", "PREEMPTED", "WAKEUPS", "CPUS")
+	t := table.New(table.Column{Name: "TID"}, table.Column{Name: "TGID"}, table.Column{Name: "COMM", Left: true},
+		table.Column{Name: "CPU%"}, table.Column{Name: "RUN ms"}, table.Column{Name: "R ms"}, table.Column{Name: "R+ ms"},
+		table.Column{Name: "S ms"}, table.Column{Name: "D ms"}, table.Column{Name: "SWITCH-OUTS", Wide: true},
+		table.Column{Name: "PREEMPTED", Wide: true}, table.Column{Name: "WAKEUPS"}, table.Column{Name: "CPUS", Wide: true})
 	for _, th := range threads[:n] {
 		cpu := 0.0
 		if span > 0 {
@@ -136,13 +142,11 @@ func printThreadTable(w io.Writer, threads []observe.ThreadSummary, span int64, 
 		if th.Tgid != 0 {
 			tgid = fmt.Sprint(th.Tgid)
 		}
-		if err := t.Append(fmt.Sprint(th.Tid), tgid, th.Name, fmt.Sprintf("%.1f", cpu), ms(th.Running), ms(th.Runnable),
+		t.Row(fmt.Sprint(th.Tid), tgid, th.Name, fmt.Sprintf("%.1f", cpu), ms(th.Running), ms(th.Runnable),
 			ms(th.Preempted), ms(th.Sleeping), ms(th.DiskWait), fmt.Sprint(th.SwitchOuts),
-			fmt.Sprint(th.Preemptions), fmt.Sprint(th.Wakeups), fmt.Sprint(th.CPUsUsed)); err != nil {
-			return err
-		}
+			fmt.Sprint(th.Preemptions), fmt.Sprint(th.Wakeups), fmt.Sprint(th.CPUsUsed))
 	}
-	if err := t.Render(); err != nil {
+	if err := t.Write(w, wide); err != nil {
 		return err
 	}
 	if n < len(threads) {

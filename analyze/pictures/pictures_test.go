@@ -1,9 +1,10 @@
-package analyze
+package pictures
 
 import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"image/color"
 	"image/png"
@@ -14,7 +15,27 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"temper.codes/temper-train/analyze"
+	"temper.codes/temper-train/chart"
 )
+
+// workloadTrace is the committed recording of testdata/workload/workload.c
+// (pid 19560; see testdata/traces/workload-tracefs.json).
+const (
+	workloadTrace = "../../testdata/traces/workload-tracefs.txt.gz"
+	workloadPid   = 19560
+)
+
+// analyzeWorkload analyses the committed workload trace.
+func analyzeWorkload(t testing.TB) *analyze.Analysis {
+	t.Helper()
+	a, err := analyze.AnalyzeFile(workloadTrace, analyze.Options{Path: "workload-tracefs.txt.gz", Pids: []int{workloadPid}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
 
 // svgDoc is what the tests read back from a written SVG: its text elements
 // and the style of every path.
@@ -114,7 +135,7 @@ type expectedCluster struct {
 	wakes   int64 // samples behind the wake-latency curve
 }
 
-func expectedClusters(a *Analysis) []expectedCluster {
+func expectedClusters(a *analyze.Analysis) []expectedCluster {
 	var out []expectedCluster
 	for _, c := range a.Clusters {
 		e := expectedCluster{}
@@ -150,18 +171,18 @@ func readPlots(t *testing.T, paths []string) map[string][]byte {
 }
 
 func TestWritePlotsWorkload(t *testing.T) {
-	a := analyzeWorkload(t, nil)
+	a := analyzeWorkload(t)
 	clusters := expectedClusters(a)
 	if len(clusters) < 4 {
 		t.Fatalf("workload has %d clusters; the test wants several", len(clusters))
 	}
 	dir := filepath.Join(t.TempDir(), "new", "plots") // created, parents too
-	paths, err := WritePlots(a, dir)
+	paths, err := Write(a, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var want []string
-	for _, name := range []string{PlotRuntimeWakeRate, PlotRunLengthCDF, PlotWakeLatencyCDF} {
+	for _, name := range []string{RuntimeWakeRate, RunLengthCDF, WakeLatencyCDF} {
 		for _, ext := range []string{"svg", "png"} {
 			want = append(want, filepath.Join(dir, name+"."+ext))
 		}
@@ -176,7 +197,7 @@ func TestWritePlotsWorkload(t *testing.T) {
 	}
 
 	t.Run("svg", func(t *testing.T) {
-		for _, name := range []string{PlotRuntimeWakeRate, PlotRunLengthCDF, PlotWakeLatencyCDF} {
+		for _, name := range []string{RuntimeWakeRate, RunLengthCDF, WakeLatencyCDF} {
 			doc := parseSVG(t, name, files[name+".svg"])
 			if n := doc.withPrefix("cluster "); n != len(clusters) {
 				t.Errorf("%s: %d legend entries, want one per cluster (%d)", name, n, len(clusters))
@@ -189,12 +210,12 @@ func TestWritePlotsWorkload(t *testing.T) {
 				// curve per cluster with samples plus the legend's.
 				want := c.threads + 1
 				switch name {
-				case PlotRunLengthCDF:
+				case RunLengthCDF:
 					want = 1 + min(1, int(c.runs))
-				case PlotWakeLatencyCDF:
+				case WakeLatencyCDF:
 					want = 1 + min(1, int(c.wakes))
 				}
-				if got := doc.pathsColoured(clusterColor(i)); got != want {
+				if got := doc.pathsColoured(chart.Color(i)); got != want {
 					t.Errorf("%s: %d shapes in cluster %d's colour, want %d", name, got, i, want)
 				}
 			}
@@ -209,13 +230,13 @@ func TestWritePlotsWorkload(t *testing.T) {
 				t.Errorf("%s: title does not name the trace and its window: %q", name, doc.texts)
 			}
 		}
-		scatter := parseSVG(t, "scatter", files[PlotRuntimeWakeRate+".svg"])
+		scatter := parseSVG(t, "scatter", files[RuntimeWakeRate+".svg"])
 		for _, label := range []string{"CPU share (run time / window; 100% = one CPU), log scale", "wake rate (wakeups/s), log scale", "1%", "100"} {
 			if !slices.Contains(scatter.texts, label) {
 				t.Errorf("scatter lacks the text %q (axis label or decade tick)", label)
 			}
 		}
-		cdf := parseSVG(t, "cdf", files[PlotRunLengthCDF+".svg"])
+		cdf := parseSVG(t, "cdf", files[RunLengthCDF+".svg"])
 		for _, label := range []string{"1 ms", "10 µs", "0.5", "0.9"} {
 			if !slices.Contains(cdf.texts, label) {
 				t.Errorf("run-length CDF lacks the tick %q", label)
@@ -224,7 +245,7 @@ func TestWritePlotsWorkload(t *testing.T) {
 	})
 
 	t.Run("png", func(t *testing.T) {
-		for _, name := range []string{PlotRuntimeWakeRate, PlotRunLengthCDF, PlotWakeLatencyCDF} {
+		for _, name := range []string{RuntimeWakeRate, RunLengthCDF, WakeLatencyCDF} {
 			img, err := png.Decode(bytes.NewReader(files[name+".png"]))
 			if err != nil {
 				t.Fatalf("%s.png: %v", name, err)
@@ -246,41 +267,51 @@ func TestWritePlotsWorkload(t *testing.T) {
 				t.Fatalf("%s.png is blank", name)
 			}
 			for i, c := range clusters {
-				empty := (name == PlotRunLengthCDF && c.runs == 0) || (name == PlotWakeLatencyCDF && c.wakes == 0)
-				if got := counts[clusterColor(i)]; !empty && got < 5 {
-					t.Errorf("%s.png: %d pixels of cluster %d's colour %v in the plot area", name, got, i, clusterColor(i))
+				empty := (name == RunLengthCDF && c.runs == 0) || (name == WakeLatencyCDF && c.wakes == 0)
+				if got := counts[chart.Color(i)]; !empty && got < 5 {
+					t.Errorf("%s.png: %d pixels of cluster %d's colour %v in the plot area", name, got, i, chart.Color(i))
 				}
 			}
 		}
 	})
 
 	t.Run("deterministic", func(t *testing.T) {
-		// A second run, and a run on the analysis decoded from its JSON,
-		// write the same bytes.
+		// A second analysis of the trace draws the same bytes.
+		again, err := Write(analyzeWorkload(t), t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for base, data := range readPlots(t, again) {
+			if !bytes.Equal(data, files[base]) {
+				t.Errorf("%s differs between runs", base)
+			}
+		}
+	})
+
+	t.Run("decoded from JSON", func(t *testing.T) {
+		// The JSON holds quantiles, not distributions: the CDFs cannot be
+		// drawn from it, and nothing is written.
 		var buf bytes.Buffer
 		if err := a.Write(&buf); err != nil {
 			t.Fatal(err)
 		}
-		var decoded Analysis
+		var decoded analyze.Analysis
 		if err := json.Unmarshal(buf.Bytes(), &decoded); err != nil {
 			t.Fatal(err)
 		}
-		for _, again := range []*Analysis{a, &decoded} {
-			paths, err := WritePlots(again, t.TempDir())
-			if err != nil {
-				t.Fatal(err)
-			}
-			for base, data := range readPlots(t, paths) {
-				if !bytes.Equal(data, files[base]) {
-					t.Errorf("%s differs between runs", base)
-				}
-			}
+		dir := filepath.Join(t.TempDir(), "plots")
+		_, err := Write(&decoded, dir)
+		if !errors.Is(err, ErrNoDistributions) {
+			t.Fatalf("error %v, want ErrNoDistributions", err)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("failed but created %s", dir)
 		}
 	})
 }
 
 func TestWritePlotsFormats(t *testing.T) {
-	a := analyzeWorkload(t, nil)
+	a := analyzeWorkload(t)
 	cases := []struct {
 		formats []string
 		exts    []string
@@ -293,7 +324,7 @@ func TestWritePlotsFormats(t *testing.T) {
 	}
 	for _, c := range cases {
 		dir := filepath.Join(t.TempDir(), "plots")
-		paths, err := WritePlots(a, dir, c.formats...)
+		paths, err := Write(a, dir, c.formats...)
 		if c.err != "" {
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Errorf("%v: error %v, want %q", c.formats, err, c.err)
@@ -322,41 +353,42 @@ func TestWritePlotsFormats(t *testing.T) {
 // sit on a floor marked 0 (a log axis has no 0), the title says so, and a
 // cluster without samples keeps its legend entry.
 func TestWritePlotsZeros(t *testing.T) {
-	thread := func(tid int32, cluster int, runNs, wakeups int64, run, lat Dist) Thread {
-		return Thread{Tid: tid, Comm: fmt.Sprintf("t-%d", tid), Cluster: cluster,
-			Features: Features{RunNs: runNs, Wakeups: wakeups, Run: run, WakeLatency: lat}}
+	thread := func(tid int32, cluster int, runNs, wakeups int64, run, lat analyze.Dist) analyze.Thread {
+		return analyze.Thread{Tid: tid, Comm: fmt.Sprintf("t-%d", tid), Cluster: cluster,
+			Features: analyze.Features{RunNs: runNs, Wakeups: wakeups, Run: run, WakeLatency: lat}}
 	}
-	busy := Dist{N: 10, P50: 2e6, P90: 3e6, P99: 4e6, Max: 4e6, Exact: true}
+	busy := dist(2e6, 2e6, 2e6, 2e6, 2e6, 3e6, 3e6, 3e6, 3e6, 4e6)
+	none := dist()
 	cases := []struct {
 		name    string
-		threads []Thread
+		threads []analyze.Thread
 		notes   []string
 		zeros   int // ticks labelled 0 on the scatter
 	}{
-		{"no runtime and no wakeups", []Thread{
+		{"no runtime and no wakeups", []analyze.Thread{
 			thread(1, 1, 5e8, 100, busy, busy),
-			thread(2, 2, 0, 0, Dist{}, Dist{}),
+			thread(2, 2, 0, 0, none, none),
 		}, []string{"threads with no CPU time or no wakeups are drawn on the dashed lines marked 0"}, 2},
-		{"never woken", []Thread{
-			thread(1, 1, 5e8, 0, busy, Dist{}),
-			thread(2, 2, 1e3, 0, Dist{N: 1, P50: 1e3, P90: 1e3, P99: 1e3, Max: 1e3, Exact: true}, Dist{}),
+		{"never woken", []analyze.Thread{
+			thread(1, 1, 5e8, 0, busy, none),
+			thread(2, 2, 1e3, 0, dist(1e3), none),
 		}, []string{"threads never woken are drawn on the dashed line marked 0"}, 1},
-		{"nothing is zero", []Thread{
+		{"nothing is zero", []analyze.Thread{
 			thread(1, 1, 5e8, 10, busy, busy),
 		}, nil, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			a := &Analysis{Trace: TraceMeta{Path: "/x/synthetic.pftrace", WindowNs: 1e9}, Threads: c.threads}
+			a := &analyze.Analysis{Trace: analyze.TraceMeta{Path: "/x/synthetic.pftrace", WindowNs: 1e9}, Threads: c.threads}
 			for _, th := range c.threads {
-				a.Clusters = append(a.Clusters, Cluster{ID: th.Cluster, Class: ClassSporadic})
+				a.Clusters = append(a.Clusters, analyze.Cluster{ID: th.Cluster, Class: analyze.ClassSporadic})
 			}
-			paths, err := WritePlots(a, t.TempDir(), "svg")
+			paths, err := Write(a, t.TempDir(), "svg")
 			if err != nil {
 				t.Fatal(err)
 			}
 			files := readPlots(t, paths)
-			scatter := parseSVG(t, "scatter", files[PlotRuntimeWakeRate+".svg"])
+			scatter := parseSVG(t, "scatter", files[RuntimeWakeRate+".svg"])
 			for _, n := range c.notes {
 				if !slices.Contains(scatter.texts, n) {
 					t.Errorf("scatter title lacks the note %q: %q", n, scatter.texts)
@@ -368,7 +400,7 @@ func TestWritePlotsZeros(t *testing.T) {
 			if scatter.withPrefix("cluster ") != len(c.threads) {
 				t.Errorf("scatter legend: %q", scatter.texts)
 			}
-			lat := parseSVG(t, "latency", files[PlotWakeLatencyCDF+".svg"])
+			lat := parseSVG(t, "latency", files[WakeLatencyCDF+".svg"])
 			for _, th := range c.threads {
 				label := fmt.Sprintf("cluster %d (sporadic, 1 thread); %d wakeup", th.Cluster, th.Features.WakeLatency.N)
 				if lat.withPrefix(label) != 1 {
@@ -379,9 +411,19 @@ func TestWritePlotsZeros(t *testing.T) {
 	}
 }
 
-// TestPooledCDF checks the pooled curve against the samples behind it: it
-// is a lower bound of their empirical CDF everywhere (up to the sketch's
-// ±2.2 % once folded), reaches 1 at the largest sample, and never falls.
+// dist is the distribution of samples, as analyze summarises it.
+func dist(samples ...int64) analyze.Dist {
+	var s analyze.Sketch
+	for _, v := range samples {
+		s.Add(v)
+	}
+	return s.Dist()
+}
+
+// TestPooledCDF checks the pooled curve against the samples behind it: the
+// empirical CDF exactly while every thread's sketch is exact, and within the
+// sketch's ±2.2 % in duration once folded; it ends at 1 at the largest
+// sample and never falls.
 func TestPooledCDF(t *testing.T) {
 	// spread returns n deterministic samples from lo spread over a few decades.
 	spread := func(n int, lo int64) []int64 {
@@ -407,19 +449,19 @@ func TestPooledCDF(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var threads []*Thread
+			var threads []*analyze.Thread
 			var all []int64
 			folded := false
 			for _, samples := range c.threads {
-				var s Sketch
-				for _, v := range samples {
-					s.Add(v)
-				}
-				folded = folded || !s.Exact()
+				d := dist(samples...)
+				folded = folded || (d.N > 0 && !d.Exact)
 				all = append(all, samples...)
-				threads = append(threads, &Thread{Features: Features{Run: distOf(&s)}})
+				threads = append(threads, &analyze.Thread{Features: analyze.Features{Run: d}})
 			}
-			pts, total := pooledCDF(threads, func(t *Thread) Dist { return t.Features.Run })
+			pts, total, err := pooledCDF(threads, func(t *analyze.Thread) analyze.Dist { return t.Features.Run })
+			if err != nil {
+				t.Fatal(err)
+			}
 			if total != int64(len(all)) {
 				t.Fatalf("total %d, want %d samples", total, len(all))
 			}
@@ -436,8 +478,14 @@ func TestPooledCDF(t *testing.T) {
 				if i > 0 && (p.X < pts[i-1].X || p.Y < pts[i-1].Y) {
 					t.Errorf("curve falls back at %d: %v after %v", i, p, pts[i-1])
 				}
-				if f := empirical(p.X * tol); p.Y > f+1e-12 {
-					t.Errorf("at %.0f ns the curve says %.4f ≤, the samples only %.4f", p.X, p.Y, f)
+				if i%2 == 0 {
+					continue // the foot of a step: the share below its value
+				}
+				if hi, lo := empirical(p.X*tol), empirical(p.X/tol-1); p.Y > hi+1e-12 || p.Y < lo-1e-12 {
+					t.Errorf("at %.0f ns the curve says %.4f ≤, the samples %.4f to %.4f", p.X, p.Y, lo, hi)
+				}
+				if !folded && p.Y != empirical(p.X) {
+					t.Errorf("exact: at %.0f ns the curve says %.4f ≤, the samples %.4f", p.X, p.Y, empirical(p.X))
 				}
 			}
 			last := pts[len(pts)-1]
@@ -446,17 +494,21 @@ func TestPooledCDF(t *testing.T) {
 			}
 		})
 	}
-	if pts, total := pooledCDF([]*Thread{{}}, func(t *Thread) Dist { return t.Features.Run }); pts != nil || total != 0 {
-		t.Errorf("no samples: %v, %d; want no curve", pts, total)
+	if pts, total, err := pooledCDF([]*analyze.Thread{{}}, func(t *analyze.Thread) analyze.Dist { return t.Features.Run }); pts != nil || total != 0 || err != nil {
+		t.Errorf("no samples: %v, %d, %v; want no curve", pts, total, err)
+	}
+	noSketch := &analyze.Thread{Comm: "x", Tid: 7, Features: analyze.Features{Run: analyze.Dist{N: 3, P50: 1, P90: 2, P99: 3, Max: 3}}}
+	if _, _, err := pooledCDF([]*analyze.Thread{noSketch}, func(t *analyze.Thread) analyze.Dist { return t.Features.Run }); !errors.Is(err, ErrNoDistributions) || !strings.Contains(err.Error(), "thread x/7") {
+		t.Errorf("a Dist without its sketch: %v, want ErrNoDistributions naming x/7", err)
 	}
 }
 
 func TestWritePlotsErrors(t *testing.T) {
-	a := analyzeWorkload(t, nil)
+	a := analyzeWorkload(t)
 	cases := []struct {
 		name  string
 		setup func(t *testing.T) (dir string)
-		a     *Analysis
+		a     *analyze.Analysis
 		err   string
 	}{
 		{"dir is a file", func(t *testing.T) string {
@@ -490,19 +542,19 @@ func TestWritePlotsErrors(t *testing.T) {
 		}, a, "runtime-wakerate.svg"},
 		{"picture name taken by a directory", func(t *testing.T) string {
 			dir := t.TempDir()
-			taken := filepath.Join(dir, PlotWakeLatencyCDF+".png")
+			taken := filepath.Join(dir, WakeLatencyCDF+".png")
 			if err := os.MkdirAll(filepath.Join(taken, "inside"), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			return dir
-		}, a, PlotWakeLatencyCDF + ".png"},
-		{"no threads", func(t *testing.T) string { return t.TempDir() }, &Analysis{}, "no threads"},
+		}, a, WakeLatencyCDF + ".png"},
+		{"no threads", func(t *testing.T) string { return t.TempDir() }, &analyze.Analysis{}, "no threads"},
 		{"empty path", func(t *testing.T) string { return "" }, a, "empty path"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := c.setup(t)
-			_, err := WritePlots(c.a, dir)
+			_, err := Write(c.a, dir)
 			if err == nil || !strings.Contains(err.Error(), c.err) {
 				t.Fatalf("error %v, want one containing %q", err, c.err)
 			}
