@@ -48,7 +48,7 @@ demo: setup build
 # What the tests need beyond Debian packages, built or downloaded once into
 # the cache: etcd + kube-apiserver for observe/target's pod tests (~8 min
 # cold) and the sched_ext kernel with its BTF for scheduler/scx and vmtest.
-testdeps:
+testdeps: setup
 	@scripts/kube-bins.sh >/dev/null
 	@scripts/vm-kernel.sh --btf >/dev/null
 
