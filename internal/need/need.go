@@ -33,8 +33,8 @@ type TB interface {
 	Fatal(args ...any)
 }
 
-// InCI reports whether the tests run under CI, where every need must be met.
-func InCI() bool { return os.Getenv("CI") != "" }
+// inCI reports whether the tests run under CI, where every need must be met.
+func inCI() bool { return os.Getenv("CI") != "" }
 
 // Unmet ends the test because it needs what and does not have it: a skip on
 // a developer machine, a failure under CI. fix says what to do about it.
@@ -43,7 +43,7 @@ func InCI() bool { return os.Getenv("CI") != "" }
 func Unmet(t TB, what, fix string) {
 	t.Helper()
 	msg := fmt.Sprintf("%s needs %s: %s", t.Name(), what, fix)
-	if InCI() {
+	if inCI() {
 		t.Fatal(msg)
 	} else {
 		t.Skip(msg)
