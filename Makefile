@@ -9,6 +9,7 @@
 #                   run and make vmtest. .ci/run calls exactly this.
 #   make fuzz       longer fuzz runs (FUZZTIME per target, default 2m)
 #   make bench      decode benchmarks with ratios against their targets
+#   make stats-rates  refine's decision rule: simulated false-accept rate and power
 #   make vmtest     the sched_ext scheduler in a qemu VM with a Debian sid kernel
 #                   (downloaded once into $TEMPER_CACHE, default
 #                   ~/.cache/temper-train; a few minutes)
@@ -82,3 +83,10 @@ generate:
 
 clean:
 	rm -rf bin
+
+# refine's decision rule measured by simulation (fixed seeds): the
+# false-accept rate under A/A and the power at planted effects, per noise
+# level and per procedure (one decision; a round screened then confirmed).
+.PHONY: stats-rates
+stats-rates:
+	$(GO) test -count=1 -run 'TestErrorRates|TestFalseAcceptRate|TestPower' -v ./refine/stats

@@ -1,0 +1,283 @@
+package stats
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Rule is the acceptance rule for one primary metric.
+type Rule struct {
+	Metric    string  // name printed in decision lines, e.g. "p99_ms"
+	Alpha     float64 // significance level of the U test, e.g. 0.05
+	MinEffect float64 // smallest relative improvement worth keeping, e.g. 0.05
+	Dir       int8    // -1 lower is better, +1 higher is better
+}
+
+// Verdict is the outcome of one decision.
+type Verdict int
+
+const (
+	// NoDifference: not significant, or significant but the interval does
+	// not clear the minimum effect (the Reason says which).
+	NoDifference Verdict = iota
+	// Better: significant and the relative shift's whole interval lies
+	// beyond MinEffect in the better direction.
+	Better
+	// Worse: significant and the whole interval is on the worse side of 0.
+	Worse
+	// TooFewSamples: with these n the test cannot reach p < alpha, or the
+	// interval is unbounded at the confidence level.
+	TooFewSamples
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Better:
+		return "better"
+	case Worse:
+		return "worse"
+	case NoDifference:
+		return "no difference"
+	case TooFewSamples:
+		return "too few samples"
+	}
+	return fmt.Sprintf("Verdict(%d)", int(v))
+}
+
+// Decision is a verdict with the comparison it rests on.
+type Decision struct {
+	Verdict    Verdict
+	Comparison Comparison
+	// Alpha is the level the p-value was held to: Rule.Alpha, or the Holm
+	// level of this hypothesis within a round.
+	Alpha float64
+	// Reason is one benchstat-style line: metric, n per arm, medians with
+	// intervals, the relative shift with its interval, p, and why.
+	Reason string
+}
+
+// Accepted reports whether the candidate is kept.
+func (d Decision) Accepted() bool { return d.Verdict == Better }
+
+// Decide compares cand against base under r. The candidate is Better only
+// if p < Alpha and the interval of the relative shift lies wholly beyond
+// MinEffect in the better direction. Intervals are at confidence 1−Alpha,
+// the level dual to the test.
+func Decide(base, cand []float64, r Rule) Decision {
+	return decide(Compare(base, cand, 1-r.Alpha), r, r.Alpha, "")
+}
+
+// Pair is one candidate of a round with the baseline trials interleaved
+// with it.
+type Pair struct{ Base, Cand []float64 }
+
+// DecideRound decides the k candidates of one hill-climbing round together.
+// p-values are held to Holm's step-down levels (family-wise error ≤ Alpha
+// across the round), and every interval is at the Bonferroni level
+// 1 − Alpha/k so that the "clears MinEffect" claims hold simultaneously.
+func DecideRound(round []Pair, r Rule) []Decision {
+	k := len(round)
+	if k == 0 {
+		return nil
+	}
+	conf := 1 - r.Alpha/float64(k)
+	cmps := make([]Comparison, k)
+	ps := make([]float64, k)
+	for i, pr := range round {
+		cmps[i] = Compare(pr.Base, pr.Cand, conf)
+		ps[i] = cmps[i].P
+	}
+	levels := holmLevels(ps, r.Alpha)
+	out := make([]Decision, k)
+	for i := range round {
+		note := ""
+		if k > 1 && levels[i] > 0 {
+			note = fmt.Sprintf("Holm over %d: p held to %.3g", k, levels[i])
+		}
+		out[i] = decide(cmps[i], r, levels[i], note)
+	}
+	return out
+}
+
+func decide(c Comparison, r Rule, alpha float64, note string) Decision {
+	d := Decision{Comparison: c, Alpha: alpha}
+	dir := float64(r.Dir)
+	if dir == 0 {
+		dir = -1
+	}
+	rel := c.Rel
+	// better/worse bounds of the relative shift, in the rule's direction.
+	worstGain, bestGain := dir*rel.Lo, dir*rel.Hi
+	if worstGain > bestGain {
+		worstGain, bestGain = bestGain, worstGain
+	}
+	var why string
+	switch {
+	case alpha <= 0:
+		d.Verdict = NoDifference
+		why = fmt.Sprintf("not tested: Holm stopped at a smaller p-value of this round (p=%.3g)", c.P)
+	case c.MinP >= alpha:
+		d.Verdict = TooFewSamples
+		why = fmt.Sprintf("need ≥ %d samples per arm: the smallest p with n=%d+%d is %.3g ≥ α=%.3g",
+			NeedN(alpha), c.NBase, c.NCand, c.MinP, alpha)
+	case c.P >= alpha:
+		d.Verdict = NoDifference
+		why = fmt.Sprintf("not significant: p=%.3g ≥ α=%.3g", c.P, alpha)
+	case !rel.Finite():
+		d.Verdict = TooFewSamples
+		why = fmt.Sprintf("p=%.3g < α but n=%d+%d is too small for a %s interval of the shift",
+			c.P, c.NBase, c.NCand, pct(c.Confidence))
+	case worstGain > r.MinEffect:
+		d.Verdict = Better
+		why = fmt.Sprintf("accepted: p=%.3g < α=%.3g and the whole interval is ≥ %s %s",
+			c.P, alpha, pct(r.MinEffect), betterWord(r.Dir))
+	case bestGain < 0:
+		d.Verdict = Worse
+		why = fmt.Sprintf("rejected: worse, p=%.3g < α=%.3g", c.P, alpha)
+	default:
+		d.Verdict = NoDifference
+		why = fmt.Sprintf("rejected: p=%.3g < α=%.3g but the interval does not clear %s %s",
+			c.P, alpha, pct(r.MinEffect), betterWord(r.Dir))
+	}
+	if note != "" {
+		why += " (" + note + ")"
+	}
+	d.Reason = Line(r.Metric, c) + "  " + why
+	return d
+}
+
+// Line formats a comparison the way benchstat prints one: metric, medians
+// with their intervals, n per arm, the relative shift with its interval, p.
+//
+//	p99_ms  0.432 [0.410 0.450] → 0.401 [0.390 0.420]  n=8+8  Δ -7.2% [-11.0% -3.1%] (95%)  p=0.003
+func Line(metric string, c Comparison) string {
+	var b strings.Builder
+	if metric != "" {
+		b.WriteString(metric + "  ")
+	}
+	fmt.Fprintf(&b, "%s → %s  n=%d+%d  Δ %s [%s %s] (%s)  p=%.3g",
+		ival(c.Base), ival(c.Cand), c.NBase, c.NCand,
+		FormatShift(c.Rel.Center), FormatShift(c.Rel.Lo), FormatShift(c.Rel.Hi), pct(c.Confidence), c.P)
+	return b.String()
+}
+
+func ival(iv Interval) string {
+	return fmt.Sprintf("%s [%s %s]", FormatValue(iv.Center), FormatValue(iv.Lo), FormatValue(iv.Hi))
+}
+
+// FormatValue prints a measured value the way decision lines and reports
+// do: four significant digits, thousands as k and millions as M (so
+// throughput reads 98.12k, not 9.812e+04), ±∞ for an unbounded interval
+// and — for a missing value.
+func FormatValue(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "—"
+	case math.IsInf(x, 1):
+		return "+∞"
+	case math.IsInf(x, -1):
+		return "-∞"
+	case math.Abs(x) >= 1e6:
+		return fmt.Sprintf("%.4gM", x/1e6)
+	case math.Abs(x) >= 1e4:
+		return fmt.Sprintf("%.4gk", x/1e3)
+	}
+	return fmt.Sprintf("%.4g", x)
+}
+
+// FormatShift prints a relative shift as a signed percentage: "-7.2%".
+func FormatShift(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "—"
+	case math.IsInf(x, 1):
+		return "+∞"
+	case math.IsInf(x, -1):
+		return "-∞"
+	}
+	return fmt.Sprintf("%+.1f%%", 100*x)
+}
+
+func pct(x float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", 100*x), "0"), ".") + "%"
+}
+
+func betterWord(dir int8) string {
+	if dir > 0 {
+		return "higher"
+	}
+	return "lower"
+}
+
+// Regresses is the guard check: does cand make a guard metric (throughput,
+// errors) worse than bound with significance? bound is a relative
+// magnitude in the worse direction (0.05 and -0.05 both mean "5% worse").
+// It regresses when p < alpha and the Hodges–Lehmann estimate of the
+// relative shift is worse than the bound: a veto needs evidence that the
+// metric moved at all and an estimate that it moved too far.
+func Regresses(base, cand []float64, dir int8, bound, alpha float64) (bool, Decision) {
+	c := Compare(base, cand, 1-alpha)
+	if dir == 0 {
+		dir = 1
+	}
+	bound = math.Abs(bound)
+	loss := -float64(dir) * c.Rel.Center
+	d := Decision{Comparison: c, Alpha: alpha, Verdict: NoDifference}
+	var why string
+	switch {
+	case c.MinP >= alpha:
+		d.Verdict = TooFewSamples
+		why = fmt.Sprintf("guard unchecked: need ≥ %d samples per arm", NeedN(alpha))
+	case c.P >= alpha:
+		why = fmt.Sprintf("guard holds: no significant change (p=%.3g)", c.P)
+	case loss > bound:
+		d.Verdict = Worse
+		why = fmt.Sprintf("guard violated: %s worse than the %s bound, p=%.3g", pct(loss), pct(bound), c.P)
+	case loss > 0:
+		why = fmt.Sprintf("guard holds: %s worse, within the %s bound", pct(loss), pct(bound))
+	default:
+		d.Verdict = Better
+		why = "guard holds: improved"
+	}
+	d.Reason = Line("", c) + "  " + why
+	return d.Verdict == Worse, d
+}
+
+// Holm reports which of the hypotheses with p-values p are rejected at
+// family-wise error rate alpha by Holm's step-down procedure.
+func Holm(p []float64, alpha float64) []bool {
+	lv := holmLevels(p, alpha)
+	out := make([]bool, len(p))
+	for i := range p {
+		out[i] = p[i] < lv[i]
+	}
+	return out
+}
+
+// holmLevels returns the level each p-value is held to: the i-th smallest
+// (0-based) is compared with alpha/(k−i) while all smaller ones were
+// rejected; after the first failure every later level is 0 (nothing more
+// can be rejected).
+func holmLevels(p []float64, alpha float64) []float64 {
+	k := len(p)
+	idx := make([]int, k)
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return p[idx[a]] < p[idx[b]] })
+	lv := make([]float64, k)
+	open := true
+	for rank, i := range idx {
+		if !open {
+			lv[i] = 0
+			continue
+		}
+		lv[i] = alpha / float64(k-rank)
+		if p[i] >= lv[i] {
+			open = false
+		}
+	}
+	return lv
+}
