@@ -4,12 +4,17 @@
 #                   demo workload: observe, analyze, synthesize, then refine it against
 #                   stock CFS with the workload's latency benchmark for ~2 minutes,
 #                   ending with the report (root: BPF and scheduling)
-#   make test       vet + all tests (BPF/tracefs tests need root) + a short fuzz run
+#   make test       everything CI runs, on a fresh machine too: set up what is
+#                   missing, build etcd + kube-apiserver and fetch the sched_ext
+#                   kernel into the cache (once), gofmt, go mod tidy, vet, all
+#                   tests (as root: BPF, cgroups, real servers), a short fuzz
+#                   run and make vmtest. .ci/run calls exactly this.
 #   make fuzz       longer fuzz runs (FUZZTIME per target, default 2m)
 #   make bench      decode benchmarks with ratios against their targets
 #   make stats-rates  refine's decision rule: simulated false-accept rate and power
 #   make vmtest     the sched_ext scheduler in a qemu VM with a Debian sid kernel
-#                   (downloaded once into ~/.cache/temper-train; a few minutes)
+#                   (downloaded once into $TEMPER_CACHE, default
+#                   ~/.cache/temper-train; a few minutes)
 #   make generate   regenerate observe/perfettopb (needs protoc) and the bpf2go
 #                   output in bpf/ (needs clang-19, libbpf-dev)
 
@@ -21,7 +26,7 @@ FUZZTIME  ?= 2m
 SHORTFUZZ ?= 10s
 EXAMPLE   := testdata/traces/workload-tracefs.txt.gz
 
-.PHONY: all build demo setup test fuzz bench generate vmtest clean
+.PHONY: all build demo setup testdeps test fuzz bench generate vmtest clean
 
 all: build
 
@@ -52,12 +57,21 @@ demo: setup build
 	$(BIN) lint $(DEMO)/profiles/demo-workload/*.toml
 	@echo "$(DEMO)/observe/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/analysis.json, wake-graph.dot (and .svg) and plots/ hold the analysis; $(DEMO)/profiles the synthesized profile; $(DEMO)/refine/REPORT.md the measurements against stock CFS, ledger.jsonl every trial"
 
-test:
+# What the tests need beyond Debian packages, built or downloaded once into
+# the cache: etcd + kube-apiserver for observe/target's pod tests (~8 min
+# cold) and the sched_ext kernel with its BTF for scheduler/scx and vmtest.
+testdeps: setup
+	@scripts/kube-bins.sh >/dev/null
+	@scripts/vm-kernel.sh --btf >/dev/null
+
+test: setup testdeps
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		[ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted" >&2; exit 1; }
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy" >&2; exit 1; }
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	FUZZTIME=$(SHORTFUZZ) GO=$(GO) scripts/fuzz.sh
+	@$(MAKE) --no-print-directory vmtest
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh

@@ -3,7 +3,6 @@ package analyze
 import (
 	"bufio"
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/observe"
 	"temper.codes/temper-train/observe/snapshot"
 )
@@ -21,19 +21,11 @@ import (
 // the analysis of that Perfetto trace finds the documented classes
 // (workloadClasses) and runs the snapshot-based lint.
 func TestRecordAndAnalyze(t *testing.T) {
+	need.Root(t, "to load BPF")
 	if err := observe.CheckTracing(); err != nil {
-		if errors.Is(err, observe.ErrNoPrivilege) && os.Getenv("CI") == "" {
-			t.Skipf("NOT RUN: %v", err)
-		}
 		t.Fatal(err)
 	}
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("gcc not found")
-		}
-		t.Skip("NOT RUN: gcc not found")
-	}
+	gcc := need.Tool(t, "gcc", "gcc")
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "workload")
 	if out, err := exec.Command(gcc, "-O2", "-pthread", "-o", bin, "../testdata/workload/workload.c").CombinedOutput(); err != nil {

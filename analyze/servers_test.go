@@ -31,6 +31,9 @@ var (
 	// of the two they look like depends on how much work the window gave
 	// them (a WAL writer with little to flush is sporadic).
 	ioOrIdle = []string{ClassIOWakeChain, ClassSporadic}
+	// A thread the workload wakes to do its I/O, and whose documented role
+	// says it does that work throughout the window.
+	ioChain = []string{ClassIOWakeChain}
 )
 
 // serverCase is one committed trace and how its threads' roles are known.
@@ -92,18 +95,7 @@ var serverCases = []serverCase{
 		// their own commits, so these have little to do in a short window.
 		// Launchers and the postmaster wait for rare events.
 		name: "postgres",
-		role: func(t *Thread, roles map[int32]string, _ *snapshot.Snapshot) string {
-			r, ok := roles[t.Tid]
-			if !ok {
-				return ""
-			}
-			switch r = strings.TrimSpace(strings.TrimPrefix(r, "postgres: ")); r {
-			case "postmaster", "checkpointer", "background writer", "walwriter",
-				"autovacuum launcher", "logical replication launcher":
-				return r
-			}
-			return "client backend"
-		},
+		role: postgresRole,
 		want: map[string][]string{
 			"client backend":               serving,
 			"walwriter":                    ioOrIdle,
@@ -115,6 +107,27 @@ var serverCases = []serverCase{
 		},
 		serving:    8,
 		unknownMax: 2, // autovacuum workers come and go
+	},
+	{
+		// The same PostgreSQL and load with synchronous_commit = off: a
+		// backend no longer flushes its own commit record but wakes the
+		// WAL writer, which writes and flushes the WAL for it (docs,
+		// "Asynchronous Commit"). The WAL writer works in the window, woken
+		// by the backends and waiting for the disk: io_wake_chain and
+		// nothing else.
+		name: "postgres-async",
+		role: postgresRole,
+		want: map[string][]string{
+			"client backend":               serving,
+			"walwriter":                    ioChain,
+			"checkpointer":                 ioOrIdle,
+			"background writer":            ioOrIdle,
+			"autovacuum launcher":          background,
+			"logical replication launcher": background,
+			"postmaster":                   background,
+		},
+		serving:    8,
+		unknownMax: 2,
 	},
 	{
 		// Redis 7, redis-benchmark SET/GET with 20 clients, AOF on
@@ -170,9 +183,11 @@ func TestServerTraces(t *testing.T) {
 			a, snap, roles := analyzeServer(t, sc.name)
 			unknown := 0
 			var servingTids []int32
+			seen := map[string]bool{}
 			for i := range a.Threads {
 				th := &a.Threads[i]
 				role := sc.role(th, roles, snap)
+				seen[role] = true
 				allowed, ok := sc.want[role]
 				if !ok {
 					if role != "" {
@@ -191,6 +206,12 @@ func TestServerTraces(t *testing.T) {
 			}
 			if unknown > sc.unknownMax {
 				t.Errorf("%d threads without a documented role, want ≤ %d", unknown, sc.unknownMax)
+			}
+			// A role that calls for io_wake_chain alone must be in the trace.
+			for role, allowed := range sc.want {
+				if slices.Equal(allowed, ioChain) && !seen[role] {
+					t.Errorf("no thread has role %q, which must be io_wake_chain", role)
+				}
 			}
 			if len(servingTids) != sc.serving {
 				t.Errorf("%d request-serving threads by role, want the %d the load tool drives", len(servingTids), sc.serving)
@@ -211,6 +232,20 @@ func TestServerTraces(t *testing.T) {
 				a.Trace.Events, float64(a.Trace.WindowNs)/1e9)
 		})
 	}
+}
+
+// postgresRole takes a PostgreSQL process's role from its process title.
+func postgresRole(t *Thread, roles map[int32]string, _ *snapshot.Snapshot) string {
+	r, ok := roles[t.Tid]
+	if !ok {
+		return ""
+	}
+	switch r = strings.TrimSpace(strings.TrimPrefix(r, "postgres: ")); r {
+	case "postmaster", "checkpointer", "background writer", "walwriter",
+		"autovacuum launcher", "logical replication launcher":
+		return r
+	}
+	return "client backend"
 }
 
 // TestServerTracesJSON checks the fields other tools score on and that the

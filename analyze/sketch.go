@@ -109,7 +109,7 @@ func (s *Sketch) Add(v int64) {
 		}
 	}
 	// The common case, a bucket in range, is counted here rather than in a
-	// call to count (~2% of analyze).
+	// call to count: it runs for every sample.
 	b := bucketOf(v)
 	if i := b - s.base; uint(i) < uint(len(s.counts)) {
 		s.counts[i]++

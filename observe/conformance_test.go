@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"temper.codes/temper-train/internal/need"
 )
 
 // conformanceDir finds the Perfetto trace_processor cases shipped beside the
@@ -17,11 +19,7 @@ func conformanceDir(t *testing.T) string {
 	if d := conformanceDirOrEmpty(); d != "" {
 		return d
 	}
-	msg := "Perfetto conformance cases not found: expected ../shared/conformance/perfetto beside the repository (or set TEMPER_CONFORMANCE_DIR)"
-	if os.Getenv("CI") != "" {
-		t.Fatal(msg)
-	}
-	t.Skip("NOT RUN: " + msg)
+	need.Unmet(t, "the Perfetto conformance cases", "put them in ../shared/conformance/perfetto beside the repository, or set TEMPER_CONFORMANCE_DIR")
 	return ""
 }
 

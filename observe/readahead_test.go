@@ -27,13 +27,14 @@ func (r *countingReader) Info() TraceInfo  { return TraceInfo{} }
 func (r *countingReader) Stats() ReadStats { return ReadStats{} }
 func (r *countingReader) Close() error     { return nil }
 
-// TestReadAhead checks that every event arrives once, in order, in line and
-// read ahead on another goroutine, at batch boundaries and between them, and
-// that a read error comes back only after the events before it.
+// TestReadAhead checks that every event arrives once, in order, in line
+// (GOMAXPROCS=1) and read ahead on another goroutine, at batch boundaries and
+// between them, with every batch in flight and beyond, and that a read error
+// comes back only after the events before it.
 func TestReadAhead(t *testing.T) {
 	broken := errors.New("damaged")
 	for _, procs := range []int{1, 2} {
-		for _, n := range []int{0, 1, 255, 256, 4095, 4096, 4097, 3*4096 + 17, stintEvents + 3*probeEvents + 5, 2*stintEvents + 5*probeEvents + 4096} {
+		for _, n := range []int{0, 1, inlineLen - 1, inlineLen, aheadLen - 1, aheadLen, aheadLen + 1, 3*aheadLen + 17, inFlight * aheadLen, 5*inFlight*aheadLen + 3} {
 			for _, end := range []error{io.EOF, broken} {
 				t.Run(fmt.Sprintf("procs=%d/n=%d/%v", procs, n, end), func(t *testing.T) {
 					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
@@ -58,41 +59,5 @@ func TestReadAhead(t *testing.T) {
 				})
 			}
 		}
-	}
-}
-
-// TestReadAheadStopsEarly checks that a stint ahead that runs slower than its
-// limit hands r back early, and that reading then goes on in line with no
-// event lost or repeated.
-func TestReadAheadStopsEarly(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	n := stintEvents + 3*aheadLen
-	var got int64
-	ra := readAhead{r: &countingReader{n: n, err: io.EOF}, inline: make([]Event, inlineLen), fn: func(evs []Event) {
-		for i := range evs {
-			got++
-			if evs[i].TS != got {
-				t.Fatalf("event %d has TS %d", got, evs[i].TS)
-			}
-		}
-	}}
-	// No stint can read an event in a picosecond: it stops after its first
-	// probeEvents (plus the batches already read ahead).
-	if _, done, err := ra.stintAhead(stintEvents, 1e-3); done || err != nil {
-		t.Fatalf("stint ahead: done %v, err %v", done, err)
-	}
-	if got >= int64(stintEvents) || got < probeEvents {
-		t.Errorf("the stint ahead read %d events; it should have stopped after %d (+ %d in flight)", got, probeEvents, inFlight*aheadLen)
-	}
-	for {
-		if _, done, err := ra.stintInline(1 << 30); done {
-			if err != nil {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
-	if got != int64(n) {
-		t.Errorf("read %d events, want %d", got, n)
 	}
 }

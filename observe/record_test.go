@@ -3,7 +3,6 @@ package observe
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
+	"temper.codes/temper-train/internal/need"
 )
 
 // bpfRecorder records the workload with Record, the BPF tracer.
@@ -83,12 +82,12 @@ func (r *bpfRecorder) write(t *testing.T, path string) map[int]int64 {
 	return lost
 }
 
+// requireRoot needs root to load BPF, and fails the test if tracing is not
+// possible for another reason.
 func requireRoot(t *testing.T) {
 	t.Helper()
+	need.Root(t, "to load BPF")
 	if err := CheckTracing(); err != nil {
-		if errors.Is(err, ErrNoPrivilege) {
-			t.Skipf("NOT RUN: %s needs root to load BPF (%v); CI runs it as root", t.Name(), err)
-		}
 		t.Fatal(err)
 	}
 }
@@ -187,10 +186,8 @@ func checkWakeEdges(t *testing.T, path string, meta *recordedMeta) {
 // they are all recorded; either way the trace says which it is.
 func TestRecordSMTSiblings(t *testing.T) {
 	requireRoot(t)
-	if n, _ := ebpfPossibleCPUs(); n < 2 {
-		t.Skip("NOT RUN: needs 2 CPUs")
-	}
-	taskset := lookTool(t, "taskset", "util-linux")
+	need.CPUs(t, 2)
+	taskset := need.Tool(t, "taskset", "util-linux")
 	dir := t.TempDir()
 	bin := buildWorkload(t, dir)
 	target := exec.Command(taskset, "-c", "0", bin, "--dir", dir)
@@ -255,8 +252,6 @@ func TestRecordSMTSiblings(t *testing.T) {
 		t.Errorf("unfiltered: %d non-target switches on CPU 1, want every switch (≥ 50)", all)
 	}
 }
-
-func ebpfPossibleCPUs() (int, error) { return ebpf.PossibleCPU() }
 
 // TestRecordLoss overflows a one-page ring buffer: the loss must be counted
 // per CPU, flagged in the trace, and the trace must still read cleanly.

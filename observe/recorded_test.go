@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/internal/tracefs"
 )
 
@@ -81,9 +82,7 @@ type recordedThread struct {
 
 // TestLiveTracefsRecording records the workload now and checks the recording.
 func TestLiveTracefsRecording(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("NOT RUN: TestLiveTracefsRecording needs root (tracefs); CI runs it as root")
-	}
+	need.Root(t, "to record with tracefs")
 	dir := t.TempDir()
 	bin := buildWorkload(t, dir)
 	tracePath := filepath.Join(dir, "trace.txt")
@@ -250,13 +249,7 @@ func checkRecorded(t *testing.T, path string, meta *recordedMeta) {
 // buildWorkload compiles testdata/workload into dir.
 func buildWorkload(t *testing.T, dir string) string {
 	t.Helper()
-	gcc, err := exec.LookPath("gcc")
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("gcc not found")
-		}
-		t.Skip("NOT RUN: gcc not found")
-	}
+	gcc := need.Tool(t, "gcc", "gcc")
 	bin := filepath.Join(dir, "workload")
 	out, err := exec.Command(gcc, "-O2", "-Wall", "-Wextra", "-pthread", "-o", bin, workloadSource).CombinedOutput()
 	if err != nil {

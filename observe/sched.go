@@ -40,7 +40,7 @@ type Sched struct {
 // Rows consumes what Sched reconstructs. It is an interface, not func
 // fields, for speed: a call through it reaches the consumer's method
 // directly, where a method value stored in a func goes through a wrapper that
-// spills and reloads every field of the row (~5% of analyze).
+// spills and reloads every field of the row.
 type Rows interface {
 	// Slice receives a CPU slice: a thread's stay on a CPU.
 	Slice(SliceRow)
@@ -288,7 +288,7 @@ func (s *Sched) switchEvent(ev *Event) {
 	if p.valid {
 		// The row is built in the call, from scalars. Built first and then
 		// amended, it was copied into the call by wide loads of fields just
-		// stored narrower: a store-forwarding stall that cost ~5% of analyze.
+		// stored narrower: a store-forwarding stall.
 		dur, end, ended := int64(-1), TaskState(0), false
 		if p.tid == ev.PrevTid {
 			dur, end, ended = ev.TS-p.ts, ev.PrevState, true

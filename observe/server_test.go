@@ -11,22 +11,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// lookTool finds a program the server tests need. CI installs them
-// (.ci/run), so there a missing one fails the test; elsewhere it is skipped
-// with a loud NOT RUN.
-func lookTool(t *testing.T, name, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not found: .ci/run must install Debian package %s", name, pkg)
-		}
-		t.Skipf("NOT RUN: %s not found (apt-get install %s)", name, pkg)
-	}
-	return p
-}
+	"temper.codes/temper-train/internal/need"
+)
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -64,8 +51,8 @@ func startServer(t *testing.T, ready func() bool, name string, args ...string) *
 // documented structure and against /proc.
 func TestRecordRedis(t *testing.T) {
 	requireRoot(t)
-	server := lookTool(t, "redis-server", "redis-server")
-	bench := lookTool(t, "redis-benchmark", "redis-tools")
+	server := need.Tool(t, "redis-server", "redis-server")
+	bench := need.Tool(t, "redis-benchmark", "redis-tools")
 	port := freePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	srv := startServer(t, func() bool {

@@ -31,7 +31,7 @@ func sizing(fraction float64, request int) string {
 // instead, keeping its matchers and dropping its core sizing, and a note for
 // each demotion. On a machine too small for a critical group, latency
 // treatment bounds the damage; caging the group in the cores there are
-// does not (seed 000: −62% against −27% on a 2-core node). p is not changed.
+// does not (docs/synthesize.md, Demotion). p is not changed.
 func Demote(p *Profile, shape Shape) (*Profile, []string) {
 	q := *p
 	q.ThreadGroups = append([]ThreadGroup(nil), p.ThreadGroups...)

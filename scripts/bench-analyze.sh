@@ -41,9 +41,8 @@
 # Wall-clock rates are the headline (the definition); rates per
 # CPU-second (user + system time, from GNU time) are printed beside them
 # because on a shared machine other load inflates wall time more than CPU
-# time. On a 2-vCPU VM the gain from the second CPU depends on where the host
-# puts the vCPUs: 1.75x one hour, less than 1x the next, measured with the
-# same binary.
+# time. On a VM the gain from the second CPU also depends on where the host
+# puts the vCPUs, so compare figures of one run only.
 #
 # Memory: the peak RSS of analyze (GNU time's "Maximum resident set size") on
 # both traces. Flat means the ratio stays near 1.

@@ -3,7 +3,7 @@
 # each server from Debian, under its own load tool, traced with
 # `temper-train observe` for a few seconds in the middle of the load.
 #
-#   scripts/record-servers.sh [mariadb|postgres|redis|memcached ...]   (root)
+#   scripts/record-servers.sh [mariadb|postgres|postgres-async|redis|memcached ...]   (root)
 #
 # The tests' expectations come from each server's documented thread roles,
 # never from what analyze happens to print. Redis and memcached name their
@@ -89,7 +89,13 @@ rec_mariadb() {
 # "postgres"; its process title says its role: "postgres: <user> <db> <client>
 # <state>" for a client backend, "postgres: walwriter", "checkpointer",
 # "background writer", "autovacuum launcher", "logical replication launcher".
+#
+# rec_postgres [NAME [SETTING...]]: NAME is the output directory (default
+# postgres), each SETTING a server -c option.
 rec_postgres() {
+	local name=${1:-postgres}
+	local settings=()
+	for s in "${@:2}"; do settings+=(-c "$s"); done
 	local bin=/usr/lib/postgresql/15/bin
 	[ -x $bin/postgres ] || { echo "record-servers: $bin/postgres not found (apt-get install postgresql-15)" >&2; exit 1; }
 	need pgbench postgresql-client-15
@@ -97,7 +103,7 @@ rec_postgres() {
 	mkdir -p "$d" && chown postgres "$d"
 	runuser -u postgres -- $bin/initdb -D "$d/data" -A trust >/dev/null
 	# setpriv execs (runuser would stay the parent), so $! is the postmaster.
-	setpriv --reuid=postgres --regid=postgres --init-groups $bin/postgres -D "$d/data" -k "$d" -c listen_addresses='' > "$WORK/pg.log" 2>&1 &
+	setpriv --reuid=postgres --regid=postgres --init-groups $bin/postgres -D "$d/data" -k "$d" -c listen_addresses='' "${settings[@]}" > "$WORK/pg.log" 2>&1 &
 	pids+=($!); local pid=$!
 	wait_for 30 runuser -u postgres -- psql -h "$d" -c 'select 1' postgres
 	runuser -u postgres -- pgbench -h "$d" -i -s 10 -q postgres >/dev/null 2>&1
@@ -106,12 +112,19 @@ rec_postgres() {
 	sleep 3
 	(sleep 2; ps -o pid=,args= --ppid "$pid" | sed 's/^ *//; s/ /\t/' > "$WORK/pg.roles"; printf '%s\tpostgres: postmaster\n' "$pid" >> "$WORK/pg.roles") &
 	local roles=$!
-	observe postgres "$pid"
+	observe "$name" "$pid"
 	wait "$roles" "$load" || true
-	sort -n "$WORK/pg.roles" > "$OUT/postgres/roles.tsv"
-	grep -E '^tps|latency average' "$WORK/pgbench.out" | sed 's/^/record-servers: postgres: pgbench /'
+	sort -n "$WORK/pg.roles" > "$OUT/$name/roles.tsv"
+	grep -E '^tps|latency average' "$WORK/pgbench.out" | sed "s/^/record-servers: $name: pgbench /"
 	kill -INT "$pid"; wait "$pid" 2>/dev/null || true # fast shutdown
+	rm -rf "$d"
 }
+
+# The same with synchronous_commit = off: the backends no longer flush their
+# own commit records; each wakes the WAL writer, which writes and flushes
+# them (PostgreSQL docs, "Asynchronous Commit"), so the WAL writer works in
+# the window.
+rec_postgres_async() { rec_postgres postgres-async synchronous_commit=off; }
 
 # Redis 7 under redis-benchmark (SET/GET, 20 clients), AOF on with
 # everysec fsync so the background threads have their documented work: the
@@ -153,10 +166,11 @@ rec_memcached() {
 }
 
 servers=("$@")
-[ ${#servers[@]} -gt 0 ] || servers=(mariadb postgres redis memcached)
+[ ${#servers[@]} -gt 0 ] || servers=(mariadb postgres postgres-async redis memcached)
 for s in "${servers[@]}"; do
 	case $s in
 	mariadb | postgres | redis | memcached) "rec_$s" ;;
-	*) echo "record-servers: unknown server $s (mariadb, postgres, redis, memcached)" >&2; exit 2 ;;
+	postgres-async) rec_postgres_async ;;
+	*) echo "record-servers: unknown server $s (mariadb, postgres, postgres-async, redis, memcached)" >&2; exit 2 ;;
 	esac
 done

@@ -27,6 +27,9 @@ declare -A need=(
 	[perf]=linux-perf              # make bench: the perf sched record anchor
 	[qemu-system-x86_64]=qemu-system-x86 # make vmtest: the sched_ext kernel's VM
 	[cpio]=cpio                    # make vmtest: its initramfs
+	[zstd]=zstd                    # scripts/vm-kernel.sh --btf: the kernel image's payload
+	[objcopy]=binutils             # ... and its .BTF section
+	[taskset]=util-linux           # observe's SMT-sibling recording test
 	[/usr/bin/time]=time           # make bench: peak RSS of analyze and perf
 	[dot]=graphviz                 # analyze --dot: the wake graph as SVG (and its tests)
 )
@@ -37,15 +40,17 @@ done
 # make generate: bpf2go compiles bpf/*.bpf.c with clang-19 against libbpf's headers.
 command -v clang-19 >/dev/null || missing+=(clang-19)
 [ -e /usr/include/bpf/bpf_helpers.h ] || missing+=(libbpf-dev)
-# make vmtest's initramfs needs a statically linked busybox.
 # refine/bench's pgbench test runs a PostgreSQL server; Debian keeps its
 # programs off PATH, in /usr/lib/postgresql/VERSION/bin.
 if ! compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; then
 	missing+=(postgresql)
 fi
+# make vmtest's initramfs needs a statically linked busybox, and its static
+# workload a static libc.
 if ! { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; }; then
 	missing+=(busybox-static)
 fi
+[ -e "/usr/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)/libc.a" ] || missing+=(libc6-dev)
 if [ ${#missing[@]} -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "setup: missing packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2

@@ -54,14 +54,6 @@ func ReadAnalysis(data []byte) (*analyze.Analysis, error) {
 	return &a, nil
 }
 
-// Classes of analyze's clusters, as the analysis names them.
-const (
-	ClassSyncCompute     = "sync_compute"
-	ClassLatencyCritical = "latency_critical"
-	ClassIOWakeChain     = "io_wake_chain"
-	ClassSporadic        = "sporadic"
-)
-
 // checkAnalysis rejects what synthesize cannot build a profile from, with
 // the thread or cluster named: no threads, threads in clusters the analysis
 // does not list, classes this version does not know, numbers that are not
@@ -80,10 +72,10 @@ func checkAnalysis(a *analyze.Analysis) (map[int]*analyze.Cluster, error) {
 			return nil, fmt.Errorf("cluster %d is listed twice", c.ID)
 		}
 		switch c.Class {
-		case ClassSyncCompute, ClassLatencyCritical, ClassIOWakeChain, ClassSporadic:
+		case analyze.ClassSyncCompute, analyze.ClassLatencyCritical, analyze.ClassIOWakeChain, analyze.ClassSporadic:
 		default:
 			return nil, fmt.Errorf("cluster %d has class %q; this synthesize knows %s, %s, %s and %s (re-run analyze with this version)",
-				c.ID, oneLine(c.Class), ClassSyncCompute, ClassLatencyCritical, ClassIOWakeChain, ClassSporadic)
+				c.ID, oneLine(c.Class), analyze.ClassSyncCompute, analyze.ClassLatencyCritical, analyze.ClassIOWakeChain, analyze.ClassSporadic)
 		}
 		if !finite(c.Confidence) || c.Confidence < 0 || c.Confidence > 1 {
 			return nil, fmt.Errorf("cluster %d: confidence %v is outside 0..1", c.ID, c.Confidence)

@@ -22,7 +22,7 @@ var fuzzNames = []string{
 
 var fuzzShapes = []string{"2cpu-2c-smt1", "4cpu-2c-smt2", "8cpu-4c-smt2", "4cpu", "16cpu-8c-smt2", "4c"}
 
-var fuzzClasses = []string{ClassSyncCompute, ClassLatencyCritical, ClassIOWakeChain, ClassSporadic}
+var fuzzClasses = analyze.Classes
 
 // bytesource reads fuzz input as a stream of small choices; past its end
 // every choice is 0.

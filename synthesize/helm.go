@@ -11,7 +11,8 @@ import (
 
 // The agent's Helm chart takes profiles as values under agent.profiles,
 // keyed by file name, and renders them into the ConfigMap the agent mounts
-// (seed 001: `--set-file 'agent.profiles.my-service\.toml'=./my-service.toml`).
+// (`--set-file 'agent.profiles.my-service\.toml'=./my-service.toml`; see
+// docs/synthesize.md, --export helm).
 const (
 	helmRelease = "temper"
 	helmChart   = "deploy/helm/temper"

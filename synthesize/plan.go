@@ -27,7 +27,7 @@ const (
 var slotNames = [nSlots]string{"compute", "latency-critical", "io-chain", "rest"}
 
 // slotClasses are the cluster classes each slot takes.
-var slotClasses = [nSlots]string{ClassSyncCompute, ClassLatencyCritical, ClassIOWakeChain, ClassSporadic}
+var slotClasses = [nSlots]string{analyze.ClassSyncCompute, analyze.ClassLatencyCritical, analyze.ClassIOWakeChain, analyze.ClassSporadic}
 
 func slotOf(class string) int {
 	for s, c := range slotClasses {

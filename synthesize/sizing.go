@@ -95,7 +95,7 @@ type group struct {
 // shape can give cores with one left shared, a shape without a core count,
 // a request too small, or more CPU in the group than its cores hold — is
 // demoted to latency, with a warning: caging hot threads in too few cores is
-// worse than sharing (seed 000: −62% against −27% on a 2-core node).
+// worse than sharing (docs/synthesize.md, Demotion).
 func (s *sizer) treat(g *group, ms []member, onlyGroup bool) {
 	hot, cpus := 0, 0.0
 	for _, i := range g.members {

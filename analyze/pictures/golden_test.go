@@ -5,12 +5,12 @@ import (
 	"errors"
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"temper.codes/temper-train/analyze"
+	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/observe/snapshot"
 )
 
@@ -80,17 +80,10 @@ func TestServerPicturesGolden(t *testing.T) {
 	}
 }
 
-// needDot checks that dot is installed: the wake graph's SVG needs Graphviz, which
-// scripts/setup.sh installs. Without it the test fails under CI and is
-// skipped loudly on a developer machine.
+// needDot needs Graphviz's dot: the wake graph's SVG is laid out by it.
 func needDot(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("dot"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("Graphviz's dot is not installed (scripts/setup.sh installs it): %v", err)
-		}
-		t.Skipf("SKIP: Graphviz's dot is not installed (scripts/setup.sh installs it); the wake graph SVG is untested")
-	}
+	need.Tool(t, "dot", "graphviz")
 }
 
 // TestWakeGraphSVG lays out the real servers' wake graphs with Graphviz:

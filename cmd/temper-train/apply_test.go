@@ -14,21 +14,20 @@ import (
 	"testing"
 	"time"
 
+	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
 )
 
-// needSchedPrivileges skips (loudly) where other processes' threads cannot
-// be rescheduled; CI runs as root and must not skip.
+// needSchedPrivileges needs root to reschedule other processes' threads,
+// and fails the test if the cfs backend still cannot.
 func needSchedPrivileges(t *testing.T) {
 	t.Helper()
+	need.Root(t, "to change other threads' scheduling")
 	if err := cfs.New(cfs.Options{}).Probe(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must be able to change thread scheduling: %v", err)
-		}
-		t.Skipf("NOT RUN: %s changes real threads' scheduling: %v", t.Name(), err)
+		t.Fatal(err)
 	}
 }
 
@@ -152,9 +151,7 @@ func exclusiveCPUs(t *testing.T) (excl, shared string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(topo.Cores) < 2 {
-		t.Skipf("NOT RUN: %s needs 2 physical cores (one exclusive, one shared), this machine has %d", t.Name(), len(topo.Cores))
-	}
+	need.Cores(t, 2, len(topo.Cores)) // one exclusive, one shared
 	last := topo.Cores[len(topo.Cores)-1].CPUs
 	var rest []int
 	for _, c := range topo.Cores[:len(topo.Cores)-1] {
@@ -408,9 +405,7 @@ func TestApplyTargetExits(t *testing.T) {
 // TestApplyWithoutPrivileges runs apply as nobody: one line naming
 // CAP_SYS_NICE, exit 1, no thread changed, no state file.
 func TestApplyWithoutPrivileges(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("NOT RUN: needs root to switch to an unprivileged user")
-	}
+	need.Root(t, "to switch to an unprivileged user")
 	tt := buildCLI(t)
 	dir, err := os.MkdirTemp("", "apply-unprivileged-")
 	must(t, err)

@@ -96,8 +96,8 @@ func newVersionCmd() *cobra.Command {
 }
 
 // addProfileFlag adds the hidden --cpuprofile FILE flag: a CPU profile of the
-// command, for profile-guided optimisation (scripts/pgo.sh collects
-// cmd/temper-train/default.pgo with it) and for looking into a slow run.
+// command, for looking into a slow run or as a default.pgo for
+// profile-guided optimisation.
 func addProfileFlag(root *cobra.Command) {
 	var path string
 	var f *os.File

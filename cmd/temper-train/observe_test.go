@@ -16,18 +16,18 @@ import (
 	"testing"
 	"time"
 
+	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/observe"
 	"temper.codes/temper-train/observe/snapshot"
 )
 
-// needTracing skips (loudly) where BPF cannot be loaded; CI runs as root.
+// needTracing needs root to load BPF, and fails the test if tracing is not
+// possible for another reason.
 func needTracing(t *testing.T) {
 	t.Helper()
+	need.Root(t, "to load BPF")
 	if err := observe.CheckTracing(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must be able to trace: %v", err)
-		}
-		t.Skipf("NOT RUN: %s needs to load BPF: %v", t.Name(), err)
+		t.Fatal(err)
 	}
 }
 
@@ -253,9 +253,7 @@ func buildCLI(t *testing.T) string {
 // TestObserveWithoutPrivileges runs observe as an unprivileged user: a
 // one-line error that says what to do, exit 1, nothing written.
 func TestObserveWithoutPrivileges(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("NOT RUN: needs root to switch to an unprivileged user")
-	}
+	need.Root(t, "to switch to an unprivileged user")
 	tt := buildCLI(t)
 	// t.TempDir's parent is private to root: use a world-readable directory.
 	dir, err := os.MkdirTemp("", "observe-unprivileged-")

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"temper.codes/temper-train/internal/mountinfo"
+	"temper.codes/temper-train/internal/need"
 )
 
 // Accepted and ignored, so that the documented command
@@ -189,7 +190,7 @@ func TestRemoveStale(t *testing.T) {
 		}
 	}
 	if dead == 0 {
-		t.Skip("no free pid found")
+		t.Fatal("no free pid found to stand for a dead recorder")
 	}
 	keep := []string{"temper-1-1", "temper-" + strconv.Itoa(os.Getpid()) + "-1", "someone-else"}
 	for _, n := range append([]string{"temper-" + strconv.Itoa(dead) + "-3"}, keep...) {
@@ -205,9 +206,7 @@ func TestRemoveStale(t *testing.T) {
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("NOT RUN: needs root (tracefs); CI runs this as root")
-	}
+	need.Root(t, "to use tracefs")
 }
 
 // globalState is what a recording must leave untouched in the global instance.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/mountinfo"
+	"temper.codes/temper-train/internal/need"
 )
 
 func i64(v int64) *int64 { return &v }
@@ -302,13 +303,11 @@ func TestResolveCgroups(t *testing.T) {
 	}
 }
 
-// realMounts returns this host's cgroup mounts, or skips the test loudly
-// when it cannot create cgroups.
+// realMounts returns this host's cgroup mounts; the test needs root to
+// create cgroups in them.
 func realMounts(t *testing.T) cgroupMounts {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("NOT TESTED: creating cgroups needs root; the real-cgroup tests did not run")
-	}
+	need.Root(t, "to create cgroups")
 	all, err := mountinfo.Read()
 	if err != nil {
 		t.Fatal(err)
@@ -363,9 +362,10 @@ func movePid(t *testing.T, dir string, pid int) {
 // throttling.
 func TestCgroupV1Throttling(t *testing.T) {
 	ms := realMounts(t)
+	need.CgroupV1(t)
 	cpuMount, ok := ms.v1("cpu")
 	if !ok {
-		t.Skip("NOT TESTED on this host: no cgroup v1 cpu hierarchy is mounted (pure cgroup2 host); v1 reading is covered by TestReadCgroupCPUFake only")
+		t.Fatal("mountinfo has a cgroup v1 cpu hierarchy, the snapshot's mount reader found none")
 	}
 	name := fmt.Sprintf("temper-snapshot-test-%d", os.Getpid())
 	dir := makeCgroup(t, cpuMount.Dir, name,
@@ -451,9 +451,10 @@ func TestCgroupV1Throttling(t *testing.T) {
 // and that the absent files are reported as absent.
 func TestCgroupV2(t *testing.T) {
 	ms := realMounts(t)
+	need.CgroupV2(t)
 	v2, ok := ms.v2()
 	if !ok {
-		t.Skip("NOT TESTED on this host: no cgroup2 mount; v2 reading is covered by TestReadCgroupCPUFake only")
+		t.Fatal("mountinfo has a cgroup2 mount, the snapshot's mount reader found none")
 	}
 	rootCtrls, err := os.ReadFile(filepath.Join(v2.Dir, "cgroup.controllers"))
 	if err != nil {

@@ -23,12 +23,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"temper.codes/temper-train/internal/need"
 )
 
 // The pod tests run against a real etcd and kube-apiserver, built by
-// scripts/kube-bins.sh and started once for the package by TestMain.
-// Without the binaries they fail (not skip) with the command that builds
-// them; `go test -short` skips them, saying so.
+// scripts/kube-bins.sh (make test runs it) and started once for the package
+// by TestMain. Without the binaries they need them (internal/need: a skip on
+// a developer machine, a failure under CI); `go test -short` skips them,
+// saying so.
 
 // Tokens of the static token file: admin is in system:masters (RBAC lets it
 // do everything), nobody is authenticated but has no role at all.
@@ -67,7 +70,7 @@ func runTests(m *testing.M) int {
 	start := time.Now()
 	testAPI, testAPIErr = startAPIServer()
 	if testAPIErr != nil {
-		fmt.Fprintf(os.Stderr, "observe/target: no API server, the pod tests will fail: %v\n", testAPIErr)
+		fmt.Fprintf(os.Stderr, "observe/target: no API server, the pod tests cannot run: %v\n", testAPIErr)
 	} else {
 		fmt.Fprintf(os.Stderr, "observe/target: kube-apiserver ready at %s after %v\n", testAPI.url, time.Since(start).Round(time.Millisecond))
 		defer testAPI.stop()
@@ -75,12 +78,23 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
+// missingBinError: etcd or kube-apiserver has not been built.
+type missingBinError struct{ bin, dir string }
+
+func (e *missingBinError) Error() string {
+	return fmt.Sprintf("%s is missing in %s; build both with scripts/kube-bins.sh (make test does; ~7.5 min once, then cached) or point KUBE_BINS at a directory holding both", e.bin, e.dir)
+}
+
 // needAPIServer returns the package's API server, skips the test in -short
-// mode, and fails it if the server could not be started.
+// mode, needs the binaries, and fails the test if the server could not be
+// started.
 func needAPIServer(t *testing.T) *apiServer {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("SKIPPED in -short mode: resolving pods against a real kube-apiserver (run without -short to test --pod)")
+	}
+	if missing := (*missingBinError)(nil); errors.As(testAPIErr, &missing) {
+		need.Unmet(t, "etcd and kube-apiserver", testAPIErr.Error())
 	}
 	if testAPIErr != nil {
 		t.Fatalf("this test needs a real Kubernetes API server: %v", testAPIErr)
@@ -109,7 +123,7 @@ func startAPIServer() (_ *apiServer, err error) {
 	}
 	for _, b := range []string{"etcd", "kube-apiserver"} {
 		if _, err := os.Stat(filepath.Join(bins, b)); err != nil {
-			return nil, fmt.Errorf("%s is missing in %s: build etcd and kube-apiserver with `scripts/kube-bins.sh` (~7.5 min once, then cached) or point KUBE_BINS at a directory holding both", b, bins)
+			return nil, &missingBinError{b, bins}
 		}
 	}
 	dir, err := os.MkdirTemp("", "target-apiserver-")

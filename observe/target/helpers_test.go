@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/mountinfo"
+	"temper.codes/temper-train/internal/need"
 )
 
 // cgroupTestRoots are test-owned directories inside the machine's real
@@ -28,13 +29,10 @@ type cgroupTestRoots struct {
 }
 
 // newCgroupTestRoots creates a fresh pair of roots and removes them (and
-// everything the test created below them) when the test ends. It skips the
-// test, saying why, when not running as root.
+// everything the test created below them) when the test ends. It needs root.
 func newCgroupTestRoots(t *testing.T) cgroupTestRoots {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED: creating cgroups and moving processes into them needs root")
-	}
+	need.Root(t, "to create cgroups and move processes into them")
 	all, err := mountinfo.Read()
 	if err != nil {
 		t.Fatal(err)
@@ -61,16 +59,18 @@ func newCgroupTestRoots(t *testing.T) cgroupTestRoots {
 	return r
 }
 
-// root returns the v1 or v2 root, skipping the test if this machine has no
-// such hierarchy.
+// root returns the v1 or v2 root; the test needs that hierarchy.
 func (r cgroupTestRoots) root(t *testing.T, version int) string {
 	t.Helper()
 	dir := r.v2
 	if version == 1 {
+		need.CgroupV1(t)
 		dir = r.v1
+	} else {
+		need.CgroupV2(t)
 	}
 	if dir == "" {
-		t.Skipf("SKIPPED: this machine has no cgroup v%d hierarchy to test with", version)
+		t.Fatalf("no test root in the cgroup v%d hierarchy this machine mounts", version)
 	}
 	return dir
 }

@@ -288,15 +288,13 @@ func mapsEqual(a, b map[string]string) bool {
 func TestResolvePodMirroredHierarchies(t *testing.T) {
 	api := needAPIServer(t)
 	roots := newCgroupTestRoots(t)
-	if roots.v1 == "" || roots.v2 == "" {
-		t.Skip("SKIPPED: needs both a cgroup v1 and a v2 hierarchy")
-	}
+	v1root, v2root := roots.root(t, 1), roots.root(t, 2)
 	ns := newNamespace(t, api)
 	tp := createPod(t, api, ns, "mirrored", testNode, corev1.PodQOSBurstable, true)
-	mkCgroup(t, filepath.Join(podDir(roots.v2, "systemd", tp.pod, corev1.PodQOSBurstable), "cri-containerd-"+tp.appID+".scope"))
-	v1 := mkCgroup(t, filepath.Join(podDir(roots.v1, "systemd", tp.pod, corev1.PodQOSBurstable), "cri-containerd-"+tp.appID+".scope"))
+	mkCgroup(t, filepath.Join(podDir(v2root, "systemd", tp.pod, corev1.PodQOSBurstable), "cri-containerd-"+tp.appID+".scope"))
+	v1 := mkCgroup(t, filepath.Join(podDir(v1root, "systemd", tp.pod, corev1.PodQOSBurstable), "cri-containerd-"+tp.appID+".scope"))
 	p := startSleep(t, v1)
-	tgt, err := Resolve(context.Background(), Spec{Pod: tp.nameSlash, Container: "app", Kubeconfig: api.adminKubeconfig, NodeName: testNode, CgroupRoots: []string{roots.v2, roots.v1}})
+	tgt, err := Resolve(context.Background(), Spec{Pod: tp.nameSlash, Container: "app", Kubeconfig: api.adminKubeconfig, NodeName: testNode, CgroupRoots: []string{v2root, v1root}})
 	if err != nil {
 		t.Fatal(err)
 	}

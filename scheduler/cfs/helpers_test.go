@@ -14,21 +14,20 @@ import (
 	"testing"
 	"time"
 
+	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 )
 
-// needRoot skips (loudly) where threads of other processes cannot be
-// changed; CI runs as root and must not skip.
+// needRoot needs root to change other processes' threads, and fails the
+// test if the backend still cannot.
 func needRoot(t *testing.T) {
 	t.Helper()
+	need.Root(t, "to change other threads' scheduling")
 	if err := New(Options{}).Probe(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("CI must be able to change thread scheduling: %v", err)
-		}
-		t.Skipf("NOT RUN: %s changes real threads' scheduling: %v", t.Name(), err)
+		t.Fatal(err)
 	}
 }
 
@@ -148,17 +147,15 @@ func plan(t *testing.T, prof *profiles.Profile, pids ...int) scheduler.Plan {
 	return pl
 }
 
-// needCores skips unless the machine has n physical cores (exclusive
-// groups take whole cores and one must stay shared).
+// needCores needs n physical cores (exclusive groups take whole cores and
+// one must stay shared).
 func needCores(t *testing.T, n int) {
 	t.Helper()
 	topo, err := machine.ReadTopology("/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(topo.Cores) < n {
-		t.Skipf("NOT RUN: %s needs %d physical cores, this machine has %d", t.Name(), n, len(topo.Cores))
-	}
+	need.Cores(t, n, len(topo.Cores))
 }
 
 // applyForTest applies with a state file in a temporary directory and
