@@ -3,13 +3,13 @@ package main
 import (
 	"bufio"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
+	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine/background"
@@ -25,10 +25,7 @@ import (
 // second trial and each switch waits the 1 s warm-up.
 func BenchmarkRefineSwitchover(b *testing.B) {
 	if err := cfs.New(cfs.Options{}).Probe(); err != nil {
-		if os.Getenv("CI") != "" {
-			b.Fatalf("CI must be able to change thread scheduling: %v", err)
-		}
-		b.Skipf("NOT RUN: %s changes real threads' scheduling: %v", b.Name(), err)
+		need.Unmet(b, "to change real threads' scheduling", err.Error())
 	}
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "workload")

@@ -14,24 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"temper.codes/temper-train/internal/need"
 	"testing"
 	"time"
 )
-
-// lookTool finds a program the tests need. A missing one fails the test
-// under CI (scripts/setup.sh installs them all) and is skipped loudly
-// elsewhere.
-func lookTool(t *testing.T, name, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s not found: scripts/setup.sh must install Debian package %s", name, pkg)
-		}
-		t.Skipf("NOT RUN: %s not found (apt-get install %s)", name, pkg)
-	}
-	return p
-}
 
 // pgTool finds a PostgreSQL server program: Debian keeps them off PATH, in
 // /usr/lib/postgresql/VERSION/bin.
@@ -43,7 +29,7 @@ func pgTool(t *testing.T, name string) string {
 	if m, _ := filepath.Glob(filepath.Join("/usr/lib/postgresql/*/bin", name)); len(m) > 0 {
 		return m[len(m)-1]
 	}
-	return lookTool(t, name, "postgresql")
+	return need.Tool(t, name, "postgresql")
 }
 
 func freePort(t *testing.T) int {
@@ -105,7 +91,7 @@ func startServer(t *testing.T, argv ...string) <-chan struct{} {
 
 func startRedis(t *testing.T) int {
 	t.Helper()
-	server := lookTool(t, "redis-server", "redis-server")
+	server := need.Tool(t, "redis-server", "redis-server")
 	port := freePort(t)
 	exited := startServer(t, server, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no", "--dir", t.TempDir())
 	waitPort(t, port, exited)
@@ -113,7 +99,7 @@ func startRedis(t *testing.T) int {
 }
 
 func TestRunRedisBenchmark(t *testing.T) {
-	rb := lookTool(t, "redis-benchmark", "redis-tools")
+	rb := need.Tool(t, "redis-benchmark", "redis-tools")
 	port := startRedis(t)
 	res, err := Run(context.Background(), Command{
 		Argv:    []string{rb, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-n", "5000", "-c", "8", "-t", "get"},
@@ -138,7 +124,7 @@ func TestRunRedisBenchmark(t *testing.T) {
 // does not exit (7.0 keeps retrying): the trial times out, and the tool is
 // killed.
 func TestRunRedisBenchmarkNoServer(t *testing.T) {
-	rb := lookTool(t, "redis-benchmark", "redis-tools")
+	rb := need.Tool(t, "redis-benchmark", "redis-tools")
 	marker := markEnv(t)
 	start := time.Now()
 	_, err := Run(context.Background(), Command{
@@ -159,10 +145,7 @@ func startPostgres(t *testing.T) (port int, user string) {
 	postgres := pgTool(t, "postgres")
 	pg, err := lookupPostgresUser()
 	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal(err)
-		}
-		t.Skipf("NOT RUN: %v", err)
+		need.Unmet(t, "a postgres user to run the server as", err.Error()+" (apt-get install postgresql creates it)")
 	}
 	dir, err := os.MkdirTemp("", "bench-pg-")
 	if err != nil {
@@ -216,7 +199,7 @@ func lookupPostgresUser() (ids, error) {
 }
 
 func TestRunPgbench(t *testing.T) {
-	pgb := lookTool(t, "pgbench", "postgresql-client")
+	pgb := need.Tool(t, "pgbench", "postgresql-client")
 	port, user := startPostgres(t)
 	conn := []string{"-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", user}
 	if out, err := exec.Command(pgb, append(append([]string{"-i", "-s", "1", "-q"}, conn...), "postgres")...).CombinedOutput(); err != nil {
@@ -269,8 +252,8 @@ func TestRunPgbench(t *testing.T) {
 }
 
 func TestRunMemaslap(t *testing.T) {
-	mc := lookTool(t, "memcached", "memcached")
-	slap := lookTool(t, "memcaslap", "libmemcached-tools")
+	mc := need.Tool(t, "memcached", "memcached")
+	slap := need.Tool(t, "memcaslap", "libmemcached-tools")
 	port := freePort(t)
 	startServer(t, mc, "-l", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "0", "-u", "nobody")
 	waitPort(t, port, nil)
@@ -291,7 +274,7 @@ func TestRunMemaslap(t *testing.T) {
 }
 
 func TestRunSysbenchCPU(t *testing.T) {
-	sb := lookTool(t, "sysbench", "sysbench")
+	sb := need.Tool(t, "sysbench", "sysbench")
 	res, err := Run(context.Background(), Command{Argv: []string{sb, "--threads=1", "--time=1", "cpu", "run"}, Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -305,7 +288,7 @@ func TestRunSysbenchCPU(t *testing.T) {
 }
 
 func TestRunWrk(t *testing.T) {
-	w := lookTool(t, "wrk", "wrk")
+	w := need.Tool(t, "wrk", "wrk")
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(rw, r)
@@ -335,15 +318,10 @@ func TestRunWrk(t *testing.T) {
 }
 
 func TestRunSysbenchMariaDB(t *testing.T) {
-	sb := lookTool(t, "sysbench", "sysbench")
-	installDB := lookTool(t, "mariadb-install-db", "mariadb-server")
-	mariadbd := lookTool(t, "mariadbd", "mariadb-server")
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("running mariadbd as root (--user=root) needs root")
-		}
-		t.Skip("NOT RUN: running mariadbd as root (--user=root) needs root")
-	}
+	sb := need.Tool(t, "sysbench", "sysbench")
+	installDB := need.Tool(t, "mariadb-install-db", "mariadb-server")
+	mariadbd := need.Tool(t, "mariadbd", "mariadb-server")
+	need.Root(t, "to run mariadbd with --user=root")
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	if out, err := exec.Command(installDB, "--no-defaults", "--datadir="+data, "--user=root", "--auth-root-authentication-method=normal").CombinedOutput(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler/schedulertest"
@@ -45,10 +46,7 @@ func TestCpusetExclusive(t *testing.T) {
 	needCores(t, 2)
 	dir, v2, ok := cpusets(DefaultCgroupRoot)
 	if !ok {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI needs a cpuset cgroup hierarchy (v1 cpuset or v2 with the cpuset controller)")
-		}
-		t.Skip("NOT RUN: no cpuset cgroup hierarchy here")
+		need.Unmet(t, "a cpuset cgroup hierarchy", "run the tests on a host with v1 cpuset or v2 with the cpuset controller")
 	}
 	scope := cpusetCgroup(t, dir, "temper-cfs-test-"+strconv.Itoa(os.Getpid()), v2)
 	pod := cpusetCgroup(t, scope, "besteffort", v2)
