@@ -1,7 +1,6 @@
 package machine
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"temper.codes/temper-train/internal/procfs"
 )
 
 // Topology is the CPU layout of the host as sysfs describes it: which logical
@@ -89,7 +90,7 @@ type NUMANode struct {
 func ReadTopology(root string) (*Topology, error) {
 	cpuDir := filepath.Join(root, "sys/devices/system/cpu")
 	onlinePath := filepath.Join(cpuDir, "online")
-	onlineList, err := readFirstLine(onlinePath)
+	onlineList, err := procfs.FirstLine(onlinePath)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +179,7 @@ func readLLC(dir string, isOnline map[int]bool) (*LLC, error) {
 			continue
 		}
 		idx := filepath.Join(dir, e.Name())
-		typ, err := readFirstLine(filepath.Join(idx, "type"))
+		typ, err := procfs.FirstLine(filepath.Join(idx, "type"))
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +247,7 @@ func readNUMA(dir string, isOnline map[int]bool) (map[int]int, []NUMANode, error
 
 // readCPUListFile reads a CPU list file and keeps the online CPUs.
 func readCPUListFile(path string, isOnline map[int]bool) ([]int, error) {
-	line, err := readFirstLine(path)
+	line, err := procfs.FirstLine(path)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +260,7 @@ func readCPUListFile(path string, isOnline map[int]bool) ([]int, error) {
 
 // readInt reads a file holding one decimal integer.
 func readInt(path string) (int, error) {
-	line, err := readFirstLine(path)
+	line, err := procfs.FirstLine(path)
 	if err != nil {
 		return 0, err
 	}
@@ -280,21 +281,4 @@ func cpuSetKey(cpus []int) string {
 		b.WriteString(strconv.Itoa(c))
 	}
 	return b.String()
-}
-
-// readFirstLine returns the first line of a small file, trimmed.
-func readFirstLine(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	if sc.Scan() {
-		return strings.TrimSpace(sc.Text()), nil
-	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	return "", nil
 }

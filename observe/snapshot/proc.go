@@ -1,12 +1,10 @@
 package snapshot
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -235,21 +233,4 @@ func clockTicks(auxv []byte) int64 {
 		}
 	}
 	return defaultClockTicks
-}
-
-// readFirstLine returns the first line of a small file, trimmed.
-func readFirstLine(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	if sc.Scan() {
-		return strings.TrimSpace(sc.Text()), nil
-	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("read %s: %w", path, err)
-	}
-	return "", nil
 }

@@ -35,6 +35,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/machine"
 	"time"
 
@@ -459,7 +460,7 @@ func readHost(ticks int64, numCPU int, warn func(string, ...any)) Host {
 	} else {
 		h.KernelRelease = unix.ByteSliceToString(u.Release[:])
 	}
-	if h.BootID, err = readFirstLine("/proc/sys/kernel/random/boot_id"); err != nil {
+	if h.BootID, err = procfs.FirstLine("/proc/sys/kernel/random/boot_id"); err != nil {
 		warn("begin: boot id: %v", err)
 	}
 	return h
@@ -473,7 +474,7 @@ func monotonicNow() (int64, string) {
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err == nil {
 		return ts.Nano(), "CLOCK_MONOTONIC"
 	}
-	line, err := readFirstLine("/proc/uptime")
+	line, err := procfs.FirstLine("/proc/uptime")
 	if err != nil {
 		return 0, "none"
 	}
