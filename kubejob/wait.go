@@ -34,7 +34,7 @@ func (c *Client) Wait(ctx context.Context, o *Objects, podNS, podName string) (*
 	for {
 		job := &batchv1.Job{}
 		err := c.batch.Get().Namespace(ns).Resource("jobs").Name(name).Do(ctx).Into(job)
-		if apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) || err == nil && job.DeletionTimestamp != nil {
 			return nil, fmt.Errorf("%w: job %s/%s was deleted before it finished", ErrJobDeleted, ns, name)
 		}
 		if err != nil {
@@ -93,6 +93,11 @@ func (c *Client) follow(ctx context.Context, o *Objects, jw, pw watch.Interface,
 			job, isJob := ev.Object.(*batchv1.Job)
 			if !isJob {
 				continue
+			}
+			if job.DeletionTimestamp != nil {
+				// Deleted with finalizers (orphan or foreground
+				// propagation): gone as far as this run goes.
+				return nil, fmt.Errorf("%w: job %s/%s was deleted before it finished", ErrJobDeleted, o.Job.Namespace, o.Job.Name), true
 			}
 			if done, err := c.outcome(ctx, job); done {
 				cm, err := c.result(ctx, job, err)

@@ -211,6 +211,9 @@ func Start() (_ *Server, err error) {
 		"--cert-dir="+filepath.Join(dir, "certs"),
 		"--token-auth-file="+tokens,
 		"--authorization-mode=RBAC",
+		// As kubeadm and most clusters have it: Jobs that run
+		// privileged (temper-train job --privileged) are valid.
+		"--allow-privileged=true",
 		"--service-account-key-file="+saPub,
 		"--service-account-signing-key-file="+saKey,
 		"--service-account-issuer=https://kubernetes.default.svc",

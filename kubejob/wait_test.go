@@ -1,0 +1,171 @@
+package kubejob
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"temper.codes/temper-train/internal/kubetest"
+)
+
+// Job outcomes as the job controller records them.
+const (
+	jobRunning  = "running"
+	jobComplete = "complete"
+	jobFailed   = "failed"
+	jobDeadline = "deadline"
+)
+
+// SetJobStatus writes the status the job controller writes for a Job with
+// one pod (backoffLimit 0) that started, or ended in outcome: start time
+// and one active pod; then succeeded with SuccessCriteriaMet and Complete,
+// or failed with FailureTarget and Failed (reason BackoffLimitExceeded or
+// DeadlineExceeded) and a completion-less end.
+func setJobStatus(t testing.TB, api *kubetest.Server, ns, name, outcome string) {
+	t.Helper()
+	ctx := context.Background()
+	job, err := api.Client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("job status: %v", err)
+	}
+	now := metav1.Now()
+	st := &job.Status
+	if st.StartTime == nil {
+		st.StartTime = &now
+	}
+	cond := func(typ batchv1.JobConditionType, reason, msg string) batchv1.JobCondition {
+		return batchv1.JobCondition{Type: typ, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastProbeTime: now, LastTransitionTime: now}
+	}
+	st.Ready = new(int32(0))
+	st.Terminating = new(int32(0))
+	switch outcome {
+	case jobRunning:
+		st.Active = 1
+	case jobComplete:
+		st.Active, st.Succeeded = 0, 1
+		st.CompletionTime = &now
+		st.Conditions = append(st.Conditions, cond(batchv1.JobSuccessCriteriaMet, batchv1.JobReasonCompletionsReached, "Reached expected number of succeeded pods"),
+			cond(batchv1.JobComplete, batchv1.JobReasonCompletionsReached, "Reached expected number of succeeded pods"))
+	case jobFailed:
+		st.Active, st.Failed = 0, 1
+		st.Conditions = append(st.Conditions, cond(batchv1.JobFailureTarget, batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit"),
+			cond(batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit"))
+	case jobDeadline:
+		st.Active, st.Failed = 0, 1
+		st.Conditions = append(st.Conditions, cond(batchv1.JobFailureTarget, batchv1.JobReasonDeadlineExceeded, "Job was active longer than specified deadline"),
+			cond(batchv1.JobFailed, batchv1.JobReasonDeadlineExceeded, "Job was active longer than specified deadline"))
+	}
+	if _, err := api.Client.BatchV1().Jobs(ns).UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("job status %s: %v", outcome, err)
+	}
+}
+
+// TestWait follows runs that end each way while Wait watches: the job
+// controller's status is written by the test, the pod's outputs published
+// with the run's own service account.
+func TestWait(t *testing.T) {
+	api := testAPI.Need(t)
+	for _, tc := range []struct {
+		name    string
+		publish []Output
+		end     func(t *testing.T, o *Objects, pod *corev1.Pod)
+		errIs   error
+		errHas  string
+	}{
+		{name: "success",
+			publish: []Output{{Key: KeySummary, Path: KeySummary, Data: []byte("target pod\n"), Required: true},
+				{Key: KeyProfile, Path: "profiles/checkout/2cpu-2c-smt1.toml", Data: []byte("id = \"checkout\"\n"), Required: true}},
+			end: func(t *testing.T, o *Objects, _ *corev1.Pod) { setJobStatus(t, api, o.Job.Namespace, o.Job.Name, jobComplete) }},
+		{name: "failure",
+			publish: []Output{{Key: KeySummary, Path: KeySummary, Required: true},
+				{Key: KeyError, Path: KeyError, Data: []byte("pod shop/checkout has no container \"db\"; its containers are: app\n\nend of its stderr:\n...\n"), Required: true}},
+			end:   func(t *testing.T, o *Objects, _ *corev1.Pod) { setJobStatus(t, api, o.Job.Namespace, o.Job.Name, jobFailed) },
+			errIs: ErrFailed, errHas: `failed: pod shop/checkout has no container "db"; its containers are: app`},
+		{name: "deadline",
+			end:   func(t *testing.T, o *Objects, _ *corev1.Pod) { setJobStatus(t, api, o.Job.Namespace, o.Job.Name, jobDeadline) },
+			errIs: ErrDeadline, errHas: "ran past its deadline of 1m0s (activeDeadlineSeconds) and was stopped: give a longer --deadline"},
+		{name: "pod deleted",
+			end: func(t *testing.T, _ *Objects, pod *corev1.Pod) {
+				if err := api.Client.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}); err != nil {
+					t.Error(err)
+				}
+			},
+			errIs: ErrPodDeleted, errHas: "was deleted while job"},
+		{name: "job deleted",
+			end: func(t *testing.T, o *Objects, _ *corev1.Pod) {
+				if err := api.Client.BatchV1().Jobs(o.Job.Namespace).Delete(context.Background(), o.Job.Name, metav1.DeleteOptions{}); err != nil {
+					t.Error(err)
+				}
+			},
+			errIs: ErrJobDeleted, errHas: "was deleted before it finished"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			ns := newNamespace(t, api, "shop")
+			pod := createPod(t, api, ns, "checkout", "node-a")
+			c, o := startRun(t, api, pod, newNamespace(t, api, "temper"), nil)
+			setJobStatus(t, api, o.Job.Namespace, o.Job.Name, jobRunning)
+
+			type result struct {
+				cm  *corev1.ConfigMap
+				err error
+			}
+			done := make(chan result, 1)
+			go func() {
+				cm, err := c.Wait(ctx, o, ns, "checkout")
+				done <- result{cm, err}
+			}()
+			// Wait is watching by now or reads the end state first;
+			// either way it must see it.
+			time.Sleep(300 * time.Millisecond)
+			if tc.publish != nil {
+				pc := clientFor(t, api, serviceAccountToken(t, api, o.Job.Namespace, o.Job.Name))
+				status := StatusSucceeded
+				if tc.errIs != nil {
+					status = StatusFailed
+				}
+				if err := pc.Publish(ctx, o.Job.Namespace, o.Job.Name, status, tc.publish); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tc.end(t, o, pod)
+			var r result
+			select {
+			case r = <-done:
+			case <-ctx.Done():
+				t.Fatal("Wait did not return")
+			}
+			if tc.errIs == nil {
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				outs, err := Outputs(r.cm)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(outs) != 2 || outs[0].Key != KeyProfile || outs[0].Path != "profiles/checkout/2cpu-2c-smt1.toml" || string(outs[0].Data) != "id = \"checkout\"\n" {
+					t.Errorf("outputs %+v", outs)
+				}
+			} else if !errors.Is(r.err, tc.errIs) || !strings.Contains(r.err.Error(), tc.errHas) || strings.Contains(r.err.Error(), "\n") {
+				t.Errorf("Wait: %v\nwant one %v line containing %q", r.err, tc.errIs, tc.errHas)
+			}
+			if tc.errIs == ErrPodDeleted {
+				if _, err := api.Client.BatchV1().Jobs(o.Job.Namespace).Get(ctx, o.Job.Name, metav1.GetOptions{}); err == nil {
+					t.Error("the job of a deleted pod was not deleted")
+				}
+			}
+			// The Role in the pod's namespace, which the Job cannot
+			// own, is gone once Wait returns.
+			if roles, _ := api.Client.RbacV1().Roles(ns).List(ctx, metav1.ListOptions{LabelSelector: LabelRun + "=" + o.Job.Name}); len(roles.Items) != 0 {
+				t.Errorf("%d roles of the run left in the pod's namespace", len(roles.Items))
+			}
+		})
+	}
+}
