@@ -7,64 +7,11 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"temper.codes/temper-train/internal/kubetest"
 )
-
-// Job outcomes as the job controller records them.
-const (
-	jobRunning  = "running"
-	jobComplete = "complete"
-	jobFailed   = "failed"
-	jobDeadline = "deadline"
-)
-
-// SetJobStatus writes the status the job controller writes for a Job with
-// one pod (backoffLimit 0) that started, or ended in outcome: start time
-// and one active pod; then succeeded with SuccessCriteriaMet and Complete,
-// or failed with FailureTarget and Failed (reason BackoffLimitExceeded or
-// DeadlineExceeded) and a completion-less end.
-func setJobStatus(t testing.TB, api *kubetest.Server, ns, name, outcome string) {
-	t.Helper()
-	ctx := context.Background()
-	job, err := api.Client.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("job status: %v", err)
-	}
-	now := metav1.Now()
-	st := &job.Status
-	if st.StartTime == nil {
-		st.StartTime = &now
-	}
-	cond := func(typ batchv1.JobConditionType, reason, msg string) batchv1.JobCondition {
-		return batchv1.JobCondition{Type: typ, Status: corev1.ConditionTrue, Reason: reason, Message: msg, LastProbeTime: now, LastTransitionTime: now}
-	}
-	st.Ready = new(int32(0))
-	st.Terminating = new(int32(0))
-	switch outcome {
-	case jobRunning:
-		st.Active = 1
-	case jobComplete:
-		st.Active, st.Succeeded = 0, 1
-		st.CompletionTime = &now
-		st.Conditions = append(st.Conditions, cond(batchv1.JobSuccessCriteriaMet, batchv1.JobReasonCompletionsReached, "Reached expected number of succeeded pods"),
-			cond(batchv1.JobComplete, batchv1.JobReasonCompletionsReached, "Reached expected number of succeeded pods"))
-	case jobFailed:
-		st.Active, st.Failed = 0, 1
-		st.Conditions = append(st.Conditions, cond(batchv1.JobFailureTarget, batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit"),
-			cond(batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit"))
-	case jobDeadline:
-		st.Active, st.Failed = 0, 1
-		st.Conditions = append(st.Conditions, cond(batchv1.JobFailureTarget, batchv1.JobReasonDeadlineExceeded, "Job was active longer than specified deadline"),
-			cond(batchv1.JobFailed, batchv1.JobReasonDeadlineExceeded, "Job was active longer than specified deadline"))
-	}
-	if _, err := api.Client.BatchV1().Jobs(ns).UpdateStatus(ctx, job, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("job status %s: %v", outcome, err)
-	}
-}
 
 // TestWait follows runs that end each way while Wait watches: the job
 // controller's status is written by the test, the pod's outputs published
@@ -81,14 +28,20 @@ func TestWait(t *testing.T) {
 		{name: "success",
 			publish: []Output{{Key: KeySummary, Path: KeySummary, Data: []byte("target pod\n"), Required: true},
 				{Key: KeyProfile, Path: "profiles/checkout/2cpu-2c-smt1.toml", Data: []byte("id = \"checkout\"\n"), Required: true}},
-			end: func(t *testing.T, o *Objects, _ *corev1.Pod) { setJobStatus(t, api, o.Job.Namespace, o.Job.Name, jobComplete) }},
+			end: func(t *testing.T, o *Objects, _ *corev1.Pod) {
+				api.SetJobStatus(t, o.Job.Namespace, o.Job.Name, kubetest.JobComplete)
+			}},
 		{name: "failure",
 			publish: []Output{{Key: KeySummary, Path: KeySummary, Required: true},
 				{Key: KeyError, Path: KeyError, Data: []byte("pod shop/checkout has no container \"db\"; its containers are: app\n\nend of its stderr:\n...\n"), Required: true}},
-			end:   func(t *testing.T, o *Objects, _ *corev1.Pod) { setJobStatus(t, api, o.Job.Namespace, o.Job.Name, jobFailed) },
+			end: func(t *testing.T, o *Objects, _ *corev1.Pod) {
+				api.SetJobStatus(t, o.Job.Namespace, o.Job.Name, kubetest.JobFailed)
+			},
 			errIs: ErrFailed, errHas: `failed: pod shop/checkout has no container "db"; its containers are: app`},
 		{name: "deadline",
-			end:   func(t *testing.T, o *Objects, _ *corev1.Pod) { setJobStatus(t, api, o.Job.Namespace, o.Job.Name, jobDeadline) },
+			end: func(t *testing.T, o *Objects, _ *corev1.Pod) {
+				api.SetJobStatus(t, o.Job.Namespace, o.Job.Name, kubetest.JobDeadline)
+			},
 			errIs: ErrDeadline, errHas: "ran past its deadline of 1m0s (activeDeadlineSeconds) and was stopped: give a longer --deadline"},
 		{name: "pod deleted",
 			end: func(t *testing.T, _ *Objects, pod *corev1.Pod) {
@@ -111,7 +64,7 @@ func TestWait(t *testing.T) {
 			ns := newNamespace(t, api, "shop")
 			pod := createPod(t, api, ns, "checkout", "node-a")
 			c, o := startRun(t, api, pod, newNamespace(t, api, "temper"), nil)
-			setJobStatus(t, api, o.Job.Namespace, o.Job.Name, jobRunning)
+			api.SetJobStatus(t, o.Job.Namespace, o.Job.Name, kubetest.JobRunning)
 
 			type result struct {
 				cm  *corev1.ConfigMap
