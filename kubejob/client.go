@@ -32,6 +32,22 @@ var (
 	ErrJobDeleted  = errors.New("job deleted")
 )
 
+// runError is an error of one of the kinds above whose message is written
+// in full for the user: wrapping with "%w: ..." would start every message
+// with the sentinel's bare text.
+type runError struct {
+	kind error
+	msg  string
+}
+
+func (e *runError) Error() string { return e.msg }
+func (e *runError) Unwrap() error { return e.kind }
+
+// newError formats a runError of kind.
+func newError(kind error, format string, a ...any) error {
+	return &runError{kind: kind, msg: fmt.Sprintf(format, a...)}
+}
+
 // Client talks to one API server for the job command.
 type Client struct {
 	core, batch, rbac, authz *rest.RESTClient
@@ -158,13 +174,13 @@ func (c *Client) Pod(ctx context.Context, namespace, name string) (*corev1.Pod, 
 	pod := &corev1.Pod{}
 	err := c.core.Get().Namespace(namespace).Resource("pods").Name(name).Do(ctx).Into(pod)
 	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("%w: pod %s/%s not found (API server %s; check with kubectl get pods -n %s)", ErrNoPod, namespace, name, c.host, namespace)
+		return nil, newError(ErrNoPod, "pod %s/%s not found (API server %s; check with kubectl get pods -n %s)", namespace, name, c.host, namespace)
 	}
 	if err != nil {
 		return nil, c.apiError(err, Permission{"get", "", "pods", namespace, name})
 	}
 	if pod.Spec.NodeName == "" {
-		return nil, fmt.Errorf("%w: pod %s/%s is not scheduled to a node yet (phase %s): run the job once it runs", ErrUnscheduled, namespace, name, pod.Status.Phase)
+		return nil, newError(ErrUnscheduled, "pod %s/%s is not scheduled to a node yet (phase %s): run the job once it runs", namespace, name, pod.Status.Phase)
 	}
 	return pod, nil
 }

@@ -21,6 +21,8 @@
 package kubejob
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -334,11 +336,14 @@ func clone(m map[string]string) map[string]string {
 	return c
 }
 
-// NewRunID makes a run id from the stage, the pod's name and the time:
-// a DNS-1123 label (it names objects and is a label value), at most 63
+// NewRunID makes a run id from the stage, the pod's name, the time and
+// four random hex digits (two runs for one pod in one second differ): a
+// DNS-1123 label (it names objects and is a label value), at most 63
 // characters.
 func NewRunID(stage, pod string, now time.Time) string {
-	stamp := strconv.FormatInt(now.Unix(), 36)
+	var r [2]byte
+	_, _ = rand.Read(r[:])
+	stamp := strconv.FormatInt(now.Unix(), 36) + hex.EncodeToString(r[:])
 	prefix := "temper-" + stage + "-"
 	name := strings.Map(func(r rune) rune {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
@@ -349,7 +354,7 @@ func NewRunID(stage, pod string, now time.Time) string {
 	if room := validation.DNS1123LabelMaxLength - len(prefix) - len(stamp) - 1; len(name) > room {
 		name = name[:room]
 	}
-	return strings.Trim(prefix+strings.Trim(name, "-")+"-"+stamp, "-")
+	return prefix + strings.Trim(name, "-") + "-" + stamp
 }
 
 // YAML writes the objects as one YAML stream, in creation order, as

@@ -35,7 +35,7 @@ func (c *Client) Wait(ctx context.Context, o *Objects, podNS, podName string) (*
 		job := &batchv1.Job{}
 		err := c.batch.Get().Namespace(ns).Resource("jobs").Name(name).Do(ctx).Into(job)
 		if apierrors.IsNotFound(err) || err == nil && job.DeletionTimestamp != nil {
-			return nil, fmt.Errorf("%w: job %s/%s was deleted before it finished", ErrJobDeleted, ns, name)
+			return nil, newError(ErrJobDeleted, "job %s/%s was deleted before it finished", ns, name)
 		}
 		if err != nil {
 			return nil, c.apiError(err, Permission{"get", "batch", "jobs", ns, name})
@@ -86,7 +86,7 @@ func (c *Client) follow(ctx context.Context, o *Objects, jw, pw watch.Interface,
 			}
 			switch ev.Type {
 			case watch.Deleted:
-				return nil, fmt.Errorf("%w: job %s/%s was deleted before it finished", ErrJobDeleted, o.Job.Namespace, o.Job.Name), true
+				return nil, newError(ErrJobDeleted, "job %s/%s was deleted before it finished", o.Job.Namespace, o.Job.Name), true
 			case watch.Error:
 				return nil, nil, false
 			}
@@ -97,7 +97,7 @@ func (c *Client) follow(ctx context.Context, o *Objects, jw, pw watch.Interface,
 			if job.DeletionTimestamp != nil {
 				// Deleted with finalizers (orphan or foreground
 				// propagation): gone as far as this run goes.
-				return nil, fmt.Errorf("%w: job %s/%s was deleted before it finished", ErrJobDeleted, o.Job.Namespace, o.Job.Name), true
+				return nil, newError(ErrJobDeleted, "job %s/%s was deleted before it finished", o.Job.Namespace, o.Job.Name), true
 			}
 			if done, err := c.outcome(ctx, job); done {
 				cm, err := c.result(ctx, job, err)
@@ -141,10 +141,10 @@ func (c *Client) outcome(ctx context.Context, job *batchv1.Job) (bool, error) {
 			return true, nil
 		case batchv1.JobFailed, batchv1.JobFailureTarget:
 			if cond.Reason == batchv1.JobReasonDeadlineExceeded {
-				return true, fmt.Errorf("%w: job %s/%s ran past its deadline of %s (activeDeadlineSeconds) and was stopped: give a longer --deadline",
-					ErrDeadline, job.Namespace, job.Name, time.Duration(*job.Spec.ActiveDeadlineSeconds)*time.Second)
+				return true, newError(ErrDeadline, "job %s/%s ran past its deadline of %s (activeDeadlineSeconds) and was stopped: give a longer --deadline",
+					job.Namespace, job.Name, time.Duration(*job.Spec.ActiveDeadlineSeconds)*time.Second)
 			}
-			return true, fmt.Errorf("%w: job %s/%s failed (%s: %s)", ErrFailed, job.Namespace, job.Name, cond.Reason, firstLine(cond.Message))
+			return true, newError(ErrFailed, "job %s/%s failed (%s: %s)", job.Namespace, job.Name, cond.Reason, firstLine(cond.Message))
 		}
 	}
 	return false, nil
@@ -160,12 +160,12 @@ func (c *Client) result(ctx context.Context, job *batchv1.Job, jobErr error) (*c
 	status := cm.Annotations[AnnotationStatus]
 	switch {
 	case jobErr == nil && status != StatusSucceeded:
-		return cm, fmt.Errorf("%w: job %s/%s completed but its configmap says %q: the pod did not publish its outputs", ErrFailed, job.Namespace, job.Name, status)
+		return cm, newError(ErrFailed, "job %s/%s completed but its configmap says %q: the pod did not publish its outputs", job.Namespace, job.Name, status)
 	case jobErr != nil && cm.Data[KeyError] != "":
 		if errors.Is(jobErr, ErrDeadline) {
 			return cm, jobErr
 		}
-		return cm, fmt.Errorf("%w: job %s/%s failed: %s", ErrFailed, job.Namespace, job.Name, firstLine(cm.Data[KeyError]))
+		return cm, newError(ErrFailed, "job %s/%s failed: %s", job.Namespace, job.Name, firstLine(cm.Data[KeyError]))
 	}
 	return cm, jobErr
 }
@@ -181,6 +181,6 @@ func (c *Client) podGone(ctx context.Context, o *Objects, podNS, podName string)
 	if err != nil && !apierrors.IsNotFound(err) {
 		stopped = fmt.Sprintf("deleting the job failed (%v): kubectl delete job %s -n %s", firstLine(err.Error()), o.Job.Name, o.Job.Namespace)
 	}
-	return fmt.Errorf("%w: pod %s/%s was deleted while job %s/%s ran, so the run measured a pod that is gone; %s",
-		ErrPodDeleted, podNS, podName, o.Job.Namespace, o.Job.Name, stopped)
+	return newError(ErrPodDeleted, "pod %s/%s was deleted while job %s/%s ran, so the run measured a pod that is gone; %s",
+		podNS, podName, o.Job.Namespace, o.Job.Name, stopped)
 }

@@ -196,8 +196,15 @@ func playNode(t *testing.T, api *kubetest.Server, node *fakeNode, ns, image stri
 			}
 			time.Sleep(50 * time.Millisecond)
 			jobs, err := api.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{LabelSelector: kubejob.LabelRun})
-			if err == nil && len(jobs.Items) > 0 {
-				job = &jobs.Items[0]
+			if err != nil {
+				continue
+			}
+			for i := range jobs.Items {
+				// A Job whose pod has not started yet: the earlier runs'
+				// have a start time.
+				if jobs.Items[i].Status.StartTime == nil {
+					job = &jobs.Items[i]
+				}
 			}
 		}
 		r.job = job
@@ -485,7 +492,7 @@ func TestJobWaitErrors(t *testing.T) {
 			for range 200 {
 				time.Sleep(100 * time.Millisecond)
 				jobs, err := e.api.Client.BatchV1().Jobs(e.ns).List(context.Background(), metav1.ListOptions{LabelSelector: kubejob.LabelRun})
-				if err == nil && len(jobs.Items) == 1 && jobs.Items[0].Status.Active == 1 {
+				if err == nil && slices.ContainsFunc(jobs.Items, func(j batchv1.Job) bool { return j.Status.Active == 1 }) {
 					time.Sleep(time.Second)
 					_ = e.api.Client.CoreV1().Pods(e.ns).Delete(context.Background(), "checkout", metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))})
 					return
@@ -504,6 +511,7 @@ func TestJobWaitErrors(t *testing.T) {
 
 func checkJobErr(t *testing.T, code int, stderr string, node nodeRun, outcome kubetest.JobOutcome, want string) {
 	t.Helper()
+	t.Logf("job's stderr:\n%s", stderr)
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	last := lines[len(lines)-1]
 	if code != exitFailure || !strings.Contains(last, want) || node.outcome != outcome {
