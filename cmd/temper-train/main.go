@@ -69,7 +69,7 @@ scheduling treatment, keyed to the machine shape it was measured on.`,
 	root.AddCommand(newApplyCmd())
 	root.AddCommand(newSynthesizeCmd())
 	root.AddCommand(newRefineCmd(), newTrainCmd())
-	root.AddCommand(newJobCmd())
+	root.AddCommand(newJobCmd(), newProfilesCmd())
 	return root
 }
 
