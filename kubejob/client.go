@@ -129,7 +129,8 @@ func Permissions(o *Objects, wait bool) []Permission {
 			Permission{"create", rbacv1.GroupName, "rolebindings", r.Namespace, ""})
 	}
 	if wait {
-		ps = append(ps, Permission{"watch", "batch", "jobs", ns, ""}, Permission{"watch", "", "pods", podNS, ""})
+		ps = append(ps, Permission{"get", "batch", "jobs", ns, o.Job.Name},
+			Permission{"watch", "batch", "jobs", ns, ""}, Permission{"watch", "", "pods", podNS, ""})
 	}
 	return ps
 }
@@ -207,7 +208,11 @@ func (c *Client) Create(ctx context.Context, o *Objects) (err error) {
 		undo = append(undo, func() {
 			dctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			_ = rc.Delete().Namespace(p.Namespace).Resource(p.Resource).Name(name).Do(dctx).Error()
+			// Background: the Job's dependents (none yet, with
+			// luck) go too, and nothing is left orphaned.
+			policy := metav1.DeletePropagationBackground
+			_ = rc.Delete().Namespace(p.Namespace).Resource(p.Resource).Name(name).
+				Body(&metav1.DeleteOptions{PropagationPolicy: &policy}).Do(dctx).Error()
 		})
 		return nil
 	}

@@ -125,6 +125,11 @@ func runJob(cmd *cobra.Command, f jobFlags, stage string, stageArgs []string) er
 	if f.out != "" && !f.wait {
 		return usageError{errors.New("--out is where --wait writes the outputs: add --wait")}
 	}
+	if f.wait && f.ttl < time.Minute {
+		// The TTL controller deletes the Job, and with it the
+		// ConfigMap, this long after it ends: --wait must get there first.
+		return usageError{fmt.Errorf("--ttl %s with --wait: give at least 1m, so that the outputs are still there to read", f.ttl)}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -257,7 +262,7 @@ func runJobExec(cmd *cobra.Command, configMap string, stageArgs []string) error 
 		return fmt.Errorf("job exec runs inside a job's pod, with its service account: %w", err)
 	}
 	src := kube.Source{InCluster: true}
-	ns := kube.Namespace(src)
+	ns := kube.InClusterNamespace()
 	if ns == "" {
 		return errors.New("job exec: the service account's namespace file is missing")
 	}

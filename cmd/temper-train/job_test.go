@@ -559,6 +559,8 @@ func TestJobPermissions(t *testing.T) {
 		{"no such pod", []string{"--pod", ns + "/gone", "--", "observe"}, exitFailure, "pod " + ns + "/gone not found"},
 		{"no stage", []string{"--pod", ns + "/checkout"}, exitUsage, "give the stage after --"},
 		{"reserved flag", []string{"--pod", ns + "/checkout", "--", "observe", "--out", "x"}, exitUsage, "--out after --: the job sets"},
+		{"ttl too short to wait", []string{"--pod", ns + "/checkout", "--wait", "--ttl", "10s", "--", "observe"}, exitUsage, "--ttl 10s with --wait: give at least 1m"},
+		{"not a stage", []string{"--pod", ns + "/checkout", "--", "refine"}, exitUsage, `stage "refine": the job runs observe or train`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, _, stderr := runCLI(append(base, tc.args...)...)

@@ -115,22 +115,14 @@ func loader(src Source) clientcmd.ClientConfig {
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
 }
 
-// Namespace is the namespace the kubeconfig's current context names, ""
-// when it names none or src is in-cluster (where the pod's namespace file
-// says it).
-func Namespace(src Source) string {
-	if src.InCluster {
-		b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-		if err != nil {
-			return ""
-		}
-		return strings.TrimSpace(string(b))
-	}
-	ns, _, err := loader(src).Namespace()
+// InClusterNamespace is the namespace of the pod this process runs in, from
+// its service account's files; "" outside a pod.
+func InClusterNamespace() string {
+	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 	if err != nil {
 		return ""
 	}
-	return ns
+	return strings.TrimSpace(string(b))
 }
 
 // Client returns a REST client for one API group version, whose scheme
