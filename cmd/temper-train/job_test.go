@@ -138,6 +138,9 @@ func (n *fakeNode) runPod(t *testing.T, api *kubetest.Server, ns, name, workload
 		t.Fatal(err)
 	}
 	cmd := exec.Command(workload, "--dir", t.TempDir())
+	// Killed with the test binary too: a test run cut off (timeout, ^C)
+	// never reaches its cleanups.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
