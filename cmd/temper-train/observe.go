@@ -111,7 +111,7 @@ func runObserve(cmd *cobra.Command, f observeFlags, command []string) error {
 		return usageError{errors.New("no target: give --pid, --cgroup, --pod, or a command after --")}
 	}
 	// Checked here, before a command is started or a snapshot taken, so
-	// a host that cannot trace fails early and clearly; Record is told not
+	// a host that cannot trace fails early and clearly; Run is told not
 	// to probe again.
 	if err := record.CheckTracing(); err != nil {
 		return err

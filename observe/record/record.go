@@ -77,7 +77,7 @@ type Options struct {
 	OnAttached func()
 	// TracingChecked says the caller has already run CheckTracing, and it
 	// passed (a CLI checks first, to fail before it starts a command or
-	// takes a snapshot): Record does not probe the privileges and the
+	// takes a snapshot): Run does not probe the privileges and the
 	// kernel again.
 	TracingChecked bool
 }
