@@ -6,9 +6,12 @@
 #                   ending with the report (root: BPF and scheduling)
 #   make test       everything CI runs, on a fresh machine too: set up what is
 #                   missing, build etcd + kube-apiserver and fetch the sched_ext
-#                   kernel into the cache (once), gofmt, go mod tidy, vet, all
+#                   kernel into the cache (once), gofmt, go mod tidy, make
+#                   portable, vet, all
 #                   tests (as root: BPF, cgroups, real servers), a short fuzz
 #                   run and make vmtest. .ci/run calls exactly this.
+#   make portable   the trace model, analyze, synthesize, profiles and machine
+#                   build for macOS; synthesize links no cilium/ebpf, no gonum/plot
 #   make fuzz       longer fuzz runs (FUZZTIME per target, default 2m)
 #   make bench      decode benchmarks with ratios against their targets
 #   make stats-rates  refine's decision rule: simulated false-accept rate and power
@@ -26,7 +29,7 @@ FUZZTIME  ?= 2m
 SHORTFUZZ ?= 10s
 EXAMPLE   := testdata/traces/workload-tracefs.txt.gz
 
-.PHONY: all build demo setup testdeps test fuzz bench generate vmtest clean
+.PHONY: all build demo setup testdeps test portable fuzz bench generate vmtest clean
 
 all: build
 
@@ -68,10 +71,20 @@ test: setup testdeps
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		[ -z "$$unformatted" ] || { echo "gofmt needed: $$unformatted" >&2; exit 1; }
 	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy" >&2; exit 1; }
+	@$(MAKE) --no-print-directory portable
 	$(GO) vet ./...
 	$(GO) test -count=1 ./...
 	FUZZTIME=$(SHORTFUZZ) GO=$(GO) scripts/fuzz.sh
 	@$(MAKE) --no-print-directory vmtest
+
+# The trace model and the stages that read it build on any OS (only
+# observe/record, the BPF tracer, is Linux-only), and synthesize links
+# neither the BPF library nor the plotting one.
+PORTABLE := ./observe ./analyze ./synthesize ./profiles ./machine
+portable:
+	@out=$$(GOOS=darwin $(GO) build $(PORTABLE) 2>&1) || { echo "GOOS=darwin go build of the portable packages fails ($$(echo "$$out" | grep -v '^#' | head -1)): keep Linux-only code out of $(PORTABLE) (the tracer belongs in observe/record)" >&2; exit 1; }
+	@linked=$$($(GO) list -deps ./synthesize | grep -oE '^(github.com/cilium/ebpf|gonum.org/v1/plot)' | sort -u | tr '\n' ' '); \
+		[ -z "$$linked" ] || { echo "synthesize links $${linked% }: keep BPF in observe/record and plots in chart" >&2; exit 1; }
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) scripts/fuzz.sh

@@ -1,3 +1,5 @@
+//go:build linux
+
 package analyze
 
 import (
@@ -12,7 +14,7 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/need"
-	"temper.codes/temper-train/observe"
+	"temper.codes/temper-train/observe/record"
 	"temper.codes/temper-train/observe/snapshot"
 )
 
@@ -22,7 +24,7 @@ import (
 // (workloadClasses) and runs the snapshot-based lint.
 func TestRecordAndAnalyze(t *testing.T) {
 	need.Root(t, "to load BPF")
-	if err := observe.CheckTracing(); err != nil {
+	if err := record.CheckTracing(); err != nil {
 		t.Fatal(err)
 	}
 	gcc := need.Tool(t, "gcc", "gcc")
@@ -61,7 +63,7 @@ func TestRecordAndAnalyze(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := observe.Record(ctx, f, observe.RecordOptions{Tgids: []int{pid}, Duration: 2 * time.Second,
+	res, err := record.Run(ctx, f, record.Options{Tgids: []int{pid}, Duration: 2 * time.Second,
 		Siblings: snap.Topology.SiblingLists()})
 	if cerr := f.Close(); err == nil {
 		err = cerr

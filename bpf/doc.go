@@ -4,7 +4,7 @@
 // plain `go build` needs no clang. `make generate` rebuilds them (clang-19
 // and libbpf-dev from Debian bookworm).
 //
-//   - tracer.bpf.c: observe's scheduler-event tracer (loaded by observe.Record).
+//   - tracer.bpf.c: observe's scheduler-event tracer (loaded by observe/record's Run).
 //   - scheduler.bpf.c: the layered sched_ext scheduler (loaded by
 //     scheduler/scx). Built with -no-global-types: bpf2go cannot write Go
 //     for struct sched_ext_ops' function pointers, so scheduler/scx mirrors

@@ -11,4 +11,7 @@
 //
 // Errors name the file and the byte offset (protobuf) or line (text) where the
 // input went wrong; see *FormatError.
+//
+// The package is portable: traces are read and written anywhere. Recording
+// one on a live node with BPF is the Linux-only package observe/record.
 package observe

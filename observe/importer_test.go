@@ -9,39 +9,27 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"temper.codes/temper-train/internal/tpcheck"
+	"temper.codes/temper-train/internal/tpcheck/tpchecktest"
 	pb "temper.codes/temper-train/observe/perfettopb"
 )
 
-// checkImporterRules holds a trace we wrote to trace_processor's importer
-// rules (see internal/tpcheck, which reads the bytes with protowire, not with
-// this package's reader) and returns the report.
-func checkImporterRules(t *testing.T, name string, data []byte) *tpcheck.Report {
-	t.Helper()
-	rep, err := tpcheck.Check(data)
-	if err != nil {
-		t.Fatalf("%s: %v", name, err)
-	}
-	t.Logf("%s: %s", name, rep)
-	if err := rep.Err(); err != nil {
-		t.Errorf("%s breaks trace_processor's import rules: %v", name, err)
-	}
-	return rep
-}
+// workloadTracePath is the committed tracefs recording of testdata/workload.
+const workloadTracePath = "../testdata/traces/workload-tracefs.txt.gz"
 
 // TestImporterRules checks every trace this repository writes or commits:
 // the writer's golden stream written afresh, the committed goldens, the
 // committed ftrace-text recording converted, and the real-server recordings.
 func TestImporterRules(t *testing.T) {
 	t.Run("writer/golden-events", func(t *testing.T) {
-		checkImporterRules(t, "golden events", writeEvents(t, goldenInfo, goldenEvents()))
+		tpchecktest.Check(t, "golden events", writeEvents(t, goldenInfo, goldenEvents()))
 	})
 	t.Run("convert/workload-tracefs", func(t *testing.T) {
-		data, err := os.ReadFile(recordedTracePath)
+		data, err := os.ReadFile(workloadTracePath)
 		if err != nil {
 			t.Fatal(err)
 		}
-		evs, r := readAll(t, recordedTracePath, data)
-		rep := checkImporterRules(t, "converted "+recordedTracePath, writeEvents(t, r.Info(), evs))
+		evs, r := readAll(t, workloadTracePath, data)
+		rep := tpchecktest.Check(t, "converted "+workloadTracePath, writeEvents(t, r.Info(), evs))
 		if rep.Filtered {
 			t.Error("a converted tracefs recording says it is filtered")
 		}
@@ -57,7 +45,7 @@ func TestImporterRules(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			checkImporterRules(t, p, data)
+			tpchecktest.Check(t, p, data)
 		})
 	}
 }

@@ -32,7 +32,7 @@ var (
 
 // layoutFor picks the prev_state layout for a kernel release ("6.18.4-amd64").
 func layoutFor(release string) *stateLayout {
-	major, minor, ok := kernelVersion(release)
+	major, minor, ok := ParseKernelRelease(release)
 	switch {
 	case !ok:
 		return &layoutPre48 // trace_processor assumes 4.4
@@ -45,7 +45,10 @@ func layoutFor(release string) *stateLayout {
 	}
 }
 
-func kernelVersion(release string) (major, minor int, ok bool) {
+// ParseKernelRelease reads the major and minor version of a kernel release
+// ("6.18.4-amd64": 6, 18); ok is false when the release does not start with
+// them.
+func ParseKernelRelease(release string) (major, minor int, ok bool) {
 	a, rest, found := strings.Cut(release, ".")
 	if !found {
 		return 0, 0, false

@@ -429,6 +429,11 @@ func (w *PerfettoWriter) Flush() error {
 	return w.w.Flush()
 }
 
+// Buffered is how many bytes of encoded trace wait in the writer's buffer,
+// not yet passed to the underlying writer (open bundles not counted): with
+// what the underlying writer received, the size of the trace so far.
+func (w *PerfettoWriter) Buffered() int { return w.w.Buffered() }
+
 // Close flushes; the caller closes the underlying writer.
 func (w *PerfettoWriter) Close() error { return w.Flush() }
 

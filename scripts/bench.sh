@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-GOMAXPROCS=1 go test -run '^$' -bench 'Decode' -benchmem -count "${COUNT:-3}" ./observe | tee "$out"
+GOMAXPROCS=1 go test -run '^$' -bench 'Decode' -benchmem -count "${COUNT:-3}" ./observe ./observe/record | tee "$out"
 # analyze's benchmarks (whole analysis of a synthetic Perfetto trace, the
 # analysis alone on decoded events, peak heap 1x vs 10x), also per core.
 GOMAXPROCS=1 go test -run '^$' -bench 'Analyze' -benchmem -count "${COUNT:-3}" ./analyze | tee -a "$out"

@@ -19,6 +19,7 @@ import (
 
 	"temper.codes/temper-train/internal/atomicfile"
 	"temper.codes/temper-train/observe"
+	"temper.codes/temper-train/observe/record"
 	"temper.codes/temper-train/observe/snapshot"
 	"temper.codes/temper-train/observe/target"
 )
@@ -110,9 +111,9 @@ func runObserve(cmd *cobra.Command, f observeFlags, command []string) error {
 		return usageError{errors.New("no target: give --pid, --cgroup, --pod, or a command after --")}
 	}
 	// Checked here, before a command is started or a snapshot taken, so
-	// a host that cannot trace fails early and clearly; Record is told not
+	// a host that cannot trace fails early and clearly; Run is told not
 	// to probe again.
-	if err := observe.CheckTracing(); err != nil {
+	if err := record.CheckTracing(); err != nil {
 		return err
 	}
 	opts.TracingChecked = true
@@ -162,10 +163,10 @@ func runObserve(cmd *cobra.Command, f observeFlags, command []string) error {
 	}
 
 	tracePath := filepath.Join(dir, "trace.pftrace")
-	var res *observe.RecordResult
+	var res *record.Result
 	err = atomicfile.Write(tracePath, 0o644, func(w io.Writer) error {
 		var err error
-		res, err = observe.Record(ctx, w, opts)
+		res, err = record.Run(ctx, w, opts)
 		return err
 	})
 	prog.done()
@@ -202,8 +203,8 @@ func runObserve(cmd *cobra.Command, f observeFlags, command []string) error {
 }
 
 // recordOptions checks the bounds and sizes given on the command line.
-func (f observeFlags) recordOptions() (observe.RecordOptions, error) {
-	var o observe.RecordOptions
+func (f observeFlags) recordOptions() (record.Options, error) {
+	var o record.Options
 	if f.duration <= 0 {
 		return o, fmt.Errorf("--duration must be positive, got %s", f.duration)
 	}
@@ -224,12 +225,12 @@ func (f observeFlags) recordOptions() (observe.RecordOptions, error) {
 	if buf < int64(os.Getpagesize()) || buf&(buf-1) != 0 || buf > 1<<30 {
 		return o, fmt.Errorf("--buffer-size %s: want a power of two between %d bytes and 1GiB", f.buffer, os.Getpagesize())
 	}
-	attach := map[string]string{"auto": observe.AttachAuto, "tp_btf": observe.AttachBTF, "raw_tp": observe.AttachRawTP}
+	attach := map[string]string{"auto": record.AttachAuto, "tp_btf": record.AttachBTF, "raw_tp": record.AttachRawTP}
 	mode, ok := attach[f.attach]
 	if !ok {
 		return o, fmt.Errorf("--attach %q: want auto, tp_btf or raw_tp", f.attach)
 	}
-	return observe.RecordOptions{Duration: f.duration, MaxEvents: f.maxEvents, MaxBytes: maxBytes,
+	return record.Options{Duration: f.duration, MaxEvents: f.maxEvents, MaxBytes: maxBytes,
 		BufferBytes: int(buf), Attach: mode, FilterSwitches: f.filterSw}, nil
 }
 
@@ -321,7 +322,7 @@ func (p *progressLine) say(format string, a ...any) {
 	fmt.Fprintf(p.w, format+"\n", a...)
 }
 
-func (p *progressLine) update(r observe.RecordProgress) {
+func (p *progressLine) update(r record.Progress) {
 	if p.quiet {
 		return
 	}
@@ -359,7 +360,7 @@ func humanBytes(n int64) string {
 
 // printObserveSummary prints one screen about the recording: where it went,
 // why it stopped, what was lost, and the target's busiest threads.
-func printObserveSummary(w io.Writer, dir string, tgt *target.Target, res *observe.RecordResult,
+func printObserveSummary(w io.Writer, dir string, tgt *target.Target, res *record.Result,
 	snap *snapshot.Snapshot, exit *os.ProcessState, top int) error {
 	span := res.End - res.Start
 	fmt.Fprintf(w, "target    %s\n", tgt.Description)

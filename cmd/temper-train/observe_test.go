@@ -18,6 +18,7 @@ import (
 
 	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/observe"
+	"temper.codes/temper-train/observe/record"
 	"temper.codes/temper-train/observe/snapshot"
 )
 
@@ -26,7 +27,7 @@ import (
 func needTracing(t *testing.T) {
 	t.Helper()
 	need.Root(t, "to load BPF")
-	if err := observe.CheckTracing(); err != nil {
+	if err := record.CheckTracing(); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -207,7 +208,7 @@ func TestObserveBadInput(t *testing.T) {
 		{[]string{"observe", "stray"}, exitUsage, "after --"},
 		{[]string{"observe", "--container", "c", "--pid", "1"}, exitUsage, "container"},
 	}
-	if observe.CheckTracing() == nil {
+	if record.CheckTracing() == nil {
 		cases = append(cases,
 			struct {
 				args []string

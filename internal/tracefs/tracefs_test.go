@@ -19,8 +19,8 @@ import (
 // Accepted and ignored, so that the documented command
 // `go test ./internal/tracefs/ ./observe/ -update-recorded` works: go test
 // passes the flag to every package's test binary, and an undefined flag fails
-// the run. The recording it updates lives in observe/recorded_test.go.
-var _ = flag.Bool("update-recorded", false, "no effect in this package (see observe/recorded_test.go)")
+// the run. The recording it updates lives in observe/recorded_linux_test.go.
+var _ = flag.Bool("update-recorded", false, "no effect in this package (see observe/recorded_linux_test.go)")
 
 func TestCheckEventName(t *testing.T) {
 	for _, ev := range []string{"sched/sched_switch", "task/task_newtask"} {

@@ -1,4 +1,6 @@
-package observe
+//go:build linux
+
+package record
 
 import (
 	"bytes"
@@ -13,23 +15,26 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/need"
+	"temper.codes/temper-train/internal/tpcheck/tpchecktest"
+	"temper.codes/temper-train/observe"
+	"temper.codes/temper-train/observe/internal/recordtest"
 )
 
-// bpfRecorder records the workload with Record, the BPF tracer.
+// bpfRecorder records the workload with Run, the BPF tracer.
 type bpfRecorder struct {
 	attach string
 	path   string
 	cancel context.CancelFunc
 	done   chan struct{}
-	res    *RecordResult
+	res    *Result
 	err    error
 }
 
-func (r *bpfRecorder) events() []string {
+func (r *bpfRecorder) Events() []string {
 	return []string{"sched_switch", "sched_waking", "sched_wakeup_new", "sched_process_fork", "sched_process_exit", "task_rename"}
 }
 
-func (r *bpfRecorder) start(t *testing.T, pid int) {
+func (r *bpfRecorder) Start(t *testing.T, pid int) {
 	t.Helper()
 	r.path = filepath.Join(t.TempDir(), "bpf.pftrace")
 	f, err := os.Create(r.path)
@@ -41,7 +46,7 @@ func (r *bpfRecorder) start(t *testing.T, pid int) {
 	attached := make(chan struct{})
 	go func() {
 		defer close(r.done)
-		r.res, r.err = Record(ctx, f, RecordOptions{Tgids: []int{pid}, Duration: time.Minute, Attach: r.attach,
+		r.res, r.err = Run(ctx, f, Options{Tgids: []int{pid}, Duration: time.Minute, Attach: r.attach,
 			OnAttached: func() { close(attached) }})
 		if cerr := f.Close(); r.err == nil {
 			r.err = cerr
@@ -50,27 +55,27 @@ func (r *bpfRecorder) start(t *testing.T, pid int) {
 	select {
 	case <-attached:
 	case <-r.done:
-		t.Fatalf("Record: %v", r.err)
+		t.Fatalf("Run: %v", r.err)
 	}
 	t.Cleanup(func() { cancel(); <-r.done })
 }
 
-func (r *bpfRecorder) stop(t *testing.T) {
+func (r *bpfRecorder) Stop(t *testing.T) {
 	t.Helper()
 	r.cancel()
 	<-r.done
 	if r.err != nil {
-		t.Fatalf("Record: %v", r.err)
+		t.Fatalf("Run: %v", r.err)
 	}
 	if r.res.StopReason != StopInterrupted {
 		t.Errorf("stop reason %q, want %q", r.res.StopReason, StopInterrupted)
 	}
-	t.Logf("Record: attach %s, %d events, %d bytes (%.1f bytes/event), emitted %v, lost %v, clamped %d, discarded %d, warnings %q",
+	t.Logf("Run: attach %s, %d events, %d bytes (%.1f bytes/event), emitted %v, lost %v, clamped %d, discarded %d, warnings %q",
 		r.res.Attach, r.res.Events, r.res.Bytes, float64(r.res.Bytes)/float64(max(r.res.Events, 1)),
 		r.res.Emitted, r.res.Lost, r.res.Clamped, r.res.Discarded, r.res.Warnings)
 }
 
-func (r *bpfRecorder) write(t *testing.T, path string) map[int]int64 {
+func (r *bpfRecorder) Write(t *testing.T, path string) map[int]int64 {
 	t.Helper()
 	if err := os.Rename(r.path, path); err != nil {
 		t.Fatal(err)
@@ -93,27 +98,27 @@ func requireRoot(t *testing.T) {
 }
 
 // TestRecordWorkload traces testdata/workload with the BPF tracer over an
-// exact window (see recorded_test.go) and checks the trace against /proc and
+// exact window (see recordtest) and checks the trace against /proc and
 // against the wake structure the program is written to have.
 func TestRecordWorkload(t *testing.T) {
 	for _, mode := range []string{AttachBTF, AttachRawTP} {
 		t.Run(mode, func(t *testing.T) {
 			requireRoot(t)
 			dir := t.TempDir()
-			bin := buildWorkload(t, dir)
+			bin := recordtest.BuildWorkload(t, dir)
 			tracePath := filepath.Join(dir, "trace.pftrace")
 			rec := &bpfRecorder{attach: mode}
-			meta := recordWorkload(t, bin, dir, tracePath, rec)
+			meta := recordtest.RecordWorkload(t, bin, dir, tracePath, rec)
 			if rec.res.Attach != mode {
 				t.Errorf("attached with %s, want %s", rec.res.Attach, mode)
 			}
-			checkRecorded(t, tracePath, meta)
+			recordtest.Check(t, tracePath, meta)
 			checkWakeEdges(t, tracePath, meta)
 			data, err := os.ReadFile(tracePath)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep := checkImporterRules(t, tracePath, data); rep.Filtered {
+			if rep := tpchecktest.Check(t, tracePath, data); rep.Filtered {
 				t.Error("a default recording says it is filtered")
 			}
 		})
@@ -124,20 +129,20 @@ func TestRecordWorkload(t *testing.T) {
 // workload's own threads, is the one the program's code makes wake it:
 // the acceptor wakes workers, workers wake the logger, the logger wakes
 // the syncer.
-func checkWakeEdges(t *testing.T, path string, meta *recordedMeta) {
+func checkWakeEdges(t *testing.T, path string, meta *recordtest.Meta) {
 	t.Helper()
 	comm := map[int32]string{}
 	for _, th := range meta.Threads {
 		comm[th.Tid] = th.Comm
 	}
-	r, err := Open(path)
+	r, err := observe.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	edges := map[string]map[string]int{} // wakee -> waker -> count
-	err = ForEach(r, func(ev *Event) error {
-		if ev.Kind != KindWaking || ev.IRQ != IRQNone {
+	err = observe.ForEach(r, func(ev *observe.Event) error {
+		if ev.Kind != observe.KindWaking || ev.IRQ != observe.IRQNone {
 			return nil
 		}
 		waker, wakee := comm[ev.Pid], comm[ev.Tid]
@@ -189,7 +194,7 @@ func TestRecordSMTSiblings(t *testing.T) {
 	need.CPUs(t, 2)
 	taskset := need.Tool(t, "taskset", "util-linux")
 	dir := t.TempDir()
-	bin := buildWorkload(t, dir)
+	bin := recordtest.BuildWorkload(t, dir)
 	target := exec.Command(taskset, "-c", "0", bin, "--dir", dir)
 	other := exec.Command(taskset, "-c", "1", "sh", "-c", "while :; do sleep 0.002; done")
 	for _, c := range []*exec.Cmd{target, other} {
@@ -202,21 +207,21 @@ func TestRecordSMTSiblings(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	otherCPU1 := func(siblings [][]int, filter bool) (n int64) {
 		var buf bytes.Buffer
-		_, err := Record(context.Background(), &buf, RecordOptions{Tgids: []int{target.Process.Pid},
+		_, err := Run(context.Background(), &buf, Options{Tgids: []int{target.Process.Pid},
 			Duration: time.Second, Siblings: siblings, FilterSwitches: filter})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep := checkImporterRules(t, fmt.Sprintf("siblings %v, filter %v", siblings, filter), buf.Bytes())
-		r, err := NewReader(bytes.NewReader(buf.Bytes()), "smt")
+		rep := tpchecktest.Check(t, fmt.Sprintf("siblings %v, filter %v", siblings, filter), buf.Bytes())
+		r, err := observe.NewReader(bytes.NewReader(buf.Bytes()), "smt")
 		if err != nil {
 			t.Fatal(err)
 		}
-		threads := NewThreads()
-		sched := NewSched(threads)
-		err = ForEach(r, func(ev *Event) error {
+		threads := observe.NewThreads()
+		sched := observe.NewSched(threads)
+		err = observe.ForEach(r, func(ev *observe.Event) error {
 			sched.Add(ev)
-			if ev.Kind != KindSwitch || ev.CPU != 1 {
+			if ev.Kind != observe.KindSwitch || ev.CPU != 1 {
 				return nil
 			}
 			tg := func(tid int32) int32 {
@@ -258,7 +263,7 @@ func TestRecordSMTSiblings(t *testing.T) {
 func TestRecordLoss(t *testing.T) {
 	requireRoot(t)
 	dir := t.TempDir()
-	bin := buildWorkload(t, dir)
+	bin := recordtest.BuildWorkload(t, dir)
 	wl := exec.Command(bin, "--dir", dir, "--rate", "5000")
 	wl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := wl.Start(); err != nil {
@@ -266,7 +271,7 @@ func TestRecordLoss(t *testing.T) {
 	}
 	t.Cleanup(func() { wl.Process.Kill(); wl.Wait() })
 	var buf bytes.Buffer
-	res, err := Record(context.Background(), &buf, RecordOptions{TraceAll: true, Duration: time.Second,
+	res, err := Run(context.Background(), &buf, Options{TraceAll: true, Duration: time.Second,
 		BufferBytes: os.Getpagesize()})
 	if err != nil {
 		t.Fatal(err)
@@ -282,11 +287,11 @@ func TestRecordLoss(t *testing.T) {
 	if int64(emitted) != res.Events+res.Discarded {
 		t.Errorf("kernel emitted %d events, user space wrote %d and discarded %d", emitted, res.Events, res.Discarded)
 	}
-	r, err := NewReader(bytes.NewReader(buf.Bytes()), "loss")
+	r, err := observe.NewReader(bytes.NewReader(buf.Bytes()), "loss")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ForEach(r, func(*Event) error { return nil }); err != nil {
+	if err := observe.ForEach(r, func(*observe.Event) error { return nil }); err != nil {
 		t.Fatalf("trace with losses does not read: %v", err)
 	}
 	st := r.Stats()
@@ -301,7 +306,7 @@ func TestRecordMaxBytes(t *testing.T) {
 	requireRoot(t)
 	var buf bytes.Buffer
 	const limit = 64 << 10
-	res, err := Record(context.Background(), &buf, RecordOptions{TraceAll: true, Duration: 30 * time.Second, MaxBytes: limit})
+	res, err := Run(context.Background(), &buf, Options{TraceAll: true, Duration: 30 * time.Second, MaxBytes: limit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +335,7 @@ func TestRecordFollowsForks(t *testing.T) {
 	}
 	t.Cleanup(func() { sh.Process.Kill(); sh.Wait() })
 	var buf bytes.Buffer
-	res, err := Record(context.Background(), &buf, RecordOptions{Tgids: []int{sh.Process.Pid},
+	res, err := Run(context.Background(), &buf, Options{Tgids: []int{sh.Process.Pid},
 		Duration: 10 * time.Second, StopWhenGone: true,
 		OnAttached: func() { stdin.Write([]byte("go\n")) }})
 	if err != nil {
@@ -342,7 +347,7 @@ func TestRecordFollowsForks(t *testing.T) {
 	if len(res.Targets) != 4 {
 		t.Errorf("traced thread groups %v, want the shell and its 3 sleeps", res.Targets)
 	}
-	r, err := NewReader(bytes.NewReader(buf.Bytes()), "forks")
+	r, err := observe.NewReader(bytes.NewReader(buf.Bytes()), "forks")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,11 +355,11 @@ func TestRecordFollowsForks(t *testing.T) {
 	// the shell's children (forks the trace shows).
 	children := map[int32]bool{}
 	sleeps := map[int32]int{}
-	err = ForEach(r, func(ev *Event) error {
-		if ev.Kind == KindFork && ev.PrevTid == int32(sh.Process.Pid) {
+	err = observe.ForEach(r, func(ev *observe.Event) error {
+		if ev.Kind == observe.KindFork && ev.PrevTid == int32(sh.Process.Pid) {
 			children[ev.Tid] = true
 		}
-		if ev.Kind == KindSwitch && ev.PrevComm == "sleep" && children[ev.PrevTid] {
+		if ev.Kind == observe.KindSwitch && ev.PrevComm == "sleep" && children[ev.PrevTid] {
 			sleeps[ev.PrevTid]++
 		}
 		return nil

@@ -1,4 +1,6 @@
-package observe
+//go:build linux
+
+package record
 
 import (
 	"bytes"
@@ -13,6 +15,8 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/need"
+	"temper.codes/temper-train/observe"
+	"temper.codes/temper-train/observe/internal/recordtest"
 )
 
 func freePort(t *testing.T) int {
@@ -79,40 +83,40 @@ func TestRecordRedis(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // connections up
 
 	var buf bytes.Buffer
-	var before []procSwitches
+	var before []recordtest.Switches
 	tids := threadIDs(t, pid)
-	res, err := Record(context.Background(), &buf, RecordOptions{Tgids: []int{pid}, Duration: 2 * time.Second,
-		OnAttached: func() { before = readSwitches(t, pid, tids) }})
-	after := readSwitches(t, pid, tids)
+	res, err := Run(context.Background(), &buf, Options{Tgids: []int{pid}, Duration: 2 * time.Second,
+		OnAttached: func() { before = recordtest.ReadSwitches(t, pid, tids) }})
+	after := recordtest.ReadSwitches(t, pid, tids)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("Record: %d events, %.1f bytes/event, lost %v, stop %s", res.Events,
+	t.Logf("Run: %d events, %.1f bytes/event, lost %v, stop %s", res.Events,
 		float64(res.Bytes)/float64(max(res.Events, 1)), res.Lost, res.StopReason)
 	if res.TotalLost() != 0 {
 		t.Errorf("lost %d events", res.TotalLost())
 	}
 
-	r, err := NewReader(bytes.NewReader(buf.Bytes()), "redis.pftrace")
+	r, err := observe.NewReader(bytes.NewReader(buf.Bytes()), "redis.pftrace")
 	if err != nil {
 		t.Fatal(err)
 	}
-	threads := NewThreads()
-	sched := NewSched(threads)
+	threads := observe.NewThreads()
+	sched := observe.NewSched(threads)
 	outs := map[int32]int64{}
 	wakers := map[string]int64{} // who wakes the main thread
 	loadPid := int32(load.Process.Pid)
-	err = ForEach(r, func(ev *Event) error {
+	err = observe.ForEach(r, func(ev *observe.Event) error {
 		sched.Add(ev)
 		switch ev.Kind {
-		case KindSwitch:
+		case observe.KindSwitch:
 			outs[ev.PrevTid]++
-		case KindWaking:
+		case observe.KindWaking:
 			if ev.Tid != int32(pid) {
 				break
 			}
 			switch th := threads.Lookup(ev.Pid); {
-			case ev.IRQ != IRQNone:
+			case ev.IRQ != observe.IRQNone:
 				wakers["interrupt"]++
 			case th != nil && th.Tgid == loadPid:
 				wakers["redis-benchmark"]++
@@ -139,7 +143,7 @@ func TestRecordRedis(t *testing.T) {
 			continue
 		}
 		names[th.Name] = true
-		delta := after[i].vol + after[i].nonvol - before[i].vol - before[i].nonvol
+		delta := after[i].Vol + after[i].Nonvol - before[i].Vol - before[i].Nonvol
 		// The server runs on while /proc is read, just after attaching and
 		// just after detaching, so the two windows differ at their edges
 		// by a few switches either way.

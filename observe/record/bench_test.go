@@ -1,4 +1,6 @@
-package observe
+//go:build linux
+
+package record
 
 import (
 	"bytes"
@@ -12,11 +14,12 @@ import (
 	"unsafe"
 
 	"temper.codes/temper-train/bpf"
+	"temper.codes/temper-train/observe"
 )
 
 // The user-space half of the BPF recorder, without the kernel: raw ring
 // buffer records, laid out as bpf/tracer.h's struct tt_event, go through
-// recorder.handle into a PerfettoWriter exactly as Record's read loop feeds
+// recorder.handle into an observe.PerfettoWriter exactly as Run's read loop feeds
 // them. What is left out is the ring buffer read itself (cilium's
 // ringbuf.Reader) and the epoll wakeups; scripts/bench.sh puts the figure
 // next to the end-to-end user-space cost per event measured on a live
@@ -26,7 +29,7 @@ import (
 // the check that decoding gives it back.
 type rawStreamEvent struct {
 	ts       int64
-	kind     Kind
+	kind     observe.Kind
 	cpu      int32
 	pid, tid int32
 }
@@ -105,7 +108,7 @@ func rawSchedStream(n int) ([]byte, []rawStreamEvent) {
 			if cur[cpu] < 0 || rng.IntN(50) == 0 {
 				rec.Irq = uint8(bpf.TracerTtIrqTT_IRQ_HARD)
 			}
-			evs = append(evs, rawStreamEvent{ts: ts, kind: KindWaking, cpu: int32(cpu), pid: prev.tid, tid: wt.tid})
+			evs = append(evs, rawStreamEvent{ts: ts, kind: observe.KindWaking, cpu: int32(cpu), pid: prev.tid, tid: wt.tid})
 		} else {
 			// A switch: the current task blocks (or is preempted) and the
 			// next runnable one, or idle, takes the CPU.
@@ -132,7 +135,7 @@ func rawSchedStream(n int) ([]byte, []rawStreamEvent) {
 			rec.Tid, rec.Tgid, rec.Prio = nt.tid, nt.tgid, nt.prio
 			setComm(&rec.Comm, nt.comm)
 			cur[cpu] = next
-			evs = append(evs, rawStreamEvent{ts: ts, kind: KindSwitch, cpu: int32(cpu), pid: prev.tid, tid: nt.tid})
+			evs = append(evs, rawStreamEvent{ts: ts, kind: observe.KindSwitch, cpu: int32(cpu), pid: prev.tid, tid: nt.tid})
 		}
 		var err error
 		if out, err = binary.Append(out, binary.LittleEndian, &rec); err != nil {
@@ -142,12 +145,12 @@ func rawSchedStream(n int) ([]byte, []rawStreamEvent) {
 	return out, evs
 }
 
-// newBenchRecorder builds a recorder the way Record does, minus the tracer:
-// handle never touches it for switches and wakings. Record fills the struct
+// newBenchRecorder builds a recorder the way Run does, minus the tracer:
+// handle never touches it for switches and wakings. Run fills the struct
 // inline; rather than repeat its bookkeeping fields here (and break when
 // they change), every nil map field is made empty.
 func newBenchRecorder(w io.Writer) *recorder {
-	r := &recorder{res: &RecordResult{}}
+	r := &recorder{res: &Result{}}
 	v := reflect.ValueOf(r).Elem()
 	for i := 0; i < v.NumField(); i++ {
 		if f := v.Field(i); f.Kind() == reflect.Map && f.IsNil() {
@@ -155,7 +158,7 @@ func newBenchRecorder(w io.Writer) *recorder {
 		}
 	}
 	r.cw = &countingWriter{w: w}
-	r.pw = NewPerfettoWriter(r.cw, TraceInfo{Format: FormatPerfetto, KernelRelease: "6.18.0", NumCPUs: 2})
+	r.pw = observe.NewPerfettoWriter(r.cw, observe.TraceInfo{Format: observe.FormatPerfetto, KernelRelease: "6.18.0", NumCPUs: 2})
 	r.pw.BundleEvents = 4096
 	return r
 }
@@ -187,7 +190,7 @@ func TestRecordDecodeStream(t *testing.T) {
 	if r.res.Events != int64(len(want)) || r.res.Clamped != 0 {
 		t.Fatalf("recorder wrote %d events (%d clamped), want %d", r.res.Events, r.res.Clamped, len(want))
 	}
-	rd, err := NewReader(&buf, "bench")
+	rd, err := observe.NewReader(&buf, "bench")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +198,7 @@ func TestRecordDecodeStream(t *testing.T) {
 	for _, e := range want {
 		perCPU[e.cpu] = append(perCPU[e.cpu], e)
 	}
-	var ev Event
+	var ev observe.Event
 	n := 0
 	for {
 		err := rd.Next(&ev)
@@ -205,7 +208,7 @@ func TestRecordDecodeStream(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.Kind != KindSwitch && ev.Kind != KindWaking {
+		if ev.Kind != observe.KindSwitch && ev.Kind != observe.KindWaking {
 			continue
 		}
 		q := perCPU[ev.CPU]
@@ -215,7 +218,7 @@ func TestRecordDecodeStream(t *testing.T) {
 		w := q[0]
 		perCPU[ev.CPU] = q[1:]
 		pid := ev.Pid
-		if ev.Kind == KindSwitch {
+		if ev.Kind == observe.KindSwitch {
 			pid = ev.PrevTid
 		}
 		if ev.TS != w.ts || ev.Kind != w.kind || pid != w.pid || ev.Tid != w.tid {
