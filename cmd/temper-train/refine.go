@@ -63,6 +63,7 @@ type refineFlags struct {
 
 func newRefineCmd() *cobra.Command {
 	var f refineFlags
+	var canary bool
 	cmd := &cobra.Command{
 		Use:   "refine PROFILE (--pid PID | --cgroup PATH | --pod NS/NAME | -- CMD [ARGS...]) --bench 'CMD ...'",
 		Short: "Measure whether a profile helps the workload and keep only the changes that do",
@@ -128,6 +129,9 @@ Reverts on Ctrl-C, SIGTERM and errors; after a SIGKILL run
 				command = a[dash:]
 				a = a[:dash]
 			}
+			if canary {
+				return usageError{errors.New("--canary: the canary loop is its own command, 'temper-train canary' (it synthesizes its own candidates; see its --help)")}
+			}
 			if len(a) != 1 {
 				return usageError{fmt.Errorf("refine takes one profile file, got %d arguments", len(a))}
 			}
@@ -136,6 +140,8 @@ Reverts on Ctrl-C, SIGTERM and errors; after a SIGKILL run
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().BoolVar(&canary, "canary", false, "")
+	cmd.Flags().MarkHidden("canary")
 	return cmd
 }
 
