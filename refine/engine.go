@@ -45,6 +45,10 @@ const (
 // the minimum effect within the n refine may use.
 var ErrNoisy = errors.New("benchmark too noisy")
 
+// ErrBudget is wrapped when the budget cannot hold the final comparison
+// after calibration: the run measures nothing worth keeping.
+var ErrBudget = errors.New("budget")
+
 // errBudget stops the hill climbing when the next stage would not fit.
 var errBudget = errors.New("budget spent")
 
@@ -216,8 +220,8 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 
 	reserve := e.trialsOf(c.FinalN)
 	if !e.fits(0, reserve) {
-		return fmt.Errorf("budget: the final comparison alone needs %d more trials (%d per arm and level) and %s leaves room for fewer after %d trials of calibration; raise the budget or --min-effect",
-			reserve, c.FinalN, e.budgetString(), e.trials)
+		return fmt.Errorf("%w: the final comparison alone needs %d more trials (%d per arm and level) and %s leaves room for fewer after %d trials of calibration; raise the budget or --min-effect",
+			ErrBudget, reserve, c.FinalN, e.budgetString(), e.trials)
 	}
 	for e.round = 1; e.round <= c.MaxRounds; e.round++ {
 		r, err := e.climb(ctx, incumbent, reserve)

@@ -114,7 +114,7 @@ cycle-NN/ (each cycle's observe, analysis, profiles, refine ledger and REPORT.md
   git init -q /tmp/profiles-repo
   temper-train canary --pid $! --id demo-workload --interval 1m --cycles 3 --duration 3s \
       --bench 'scripts/demo-bench.sh /tmp/wl.stats 1' --adapter jsonl --metric p99_ms --guard p50_ms:-10% \
-      --max-trials 40 --drill 2:testdata/profiles/harmful.toml --git-commit /tmp/profiles-repo
+      --max-trials 40 --drill 2:testdata/drills/demo-harmful.toml --git-commit /tmp/profiles-repo
 
   # Redis under redis-benchmark: scripts/canary-redis.sh`,
 		RunE: func(cmd *cobra.Command, a []string) error {
@@ -526,6 +526,13 @@ func (l *canaryLoop) cycle(ctx context.Context, c int) (ledger.Cycle, error) {
 		}
 		fmt.Fprintf(l.stderr, "canary: cycle %d: refine %s against %s\n", c, basePath, map[bool]string{true: "stock CFS", false: "the profile in force " + hashOf(l.last)}[l.last == nil])
 		refineRes, err = l.refine(ctx, lw, cdir, base)
+		if ctx.Err() == nil && (errors.Is(err, refine.ErrNoisy) || errors.Is(err, refine.ErrBudget)) {
+			// This cycle could not measure; the next may (a quieter
+			// machine): nothing changes, the loop goes on.
+			rec.State = cycleUnchanged
+			rec.Reason = "refine measured nothing: " + err.Error()
+			return rec, l.endCycle(lw, cdir, rec.Reason, true)
+		}
 		if err != nil {
 			return rec, err
 		}

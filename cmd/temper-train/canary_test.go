@@ -17,23 +17,6 @@ import (
 	"temper.codes/temper-train/refine/ledger"
 )
 
-// harmfulDrill puts the demo workload's request path under SCHED_IDLE:
-// the planted benchmark reports it 3× worse, the real one starves it
-// behind the compute pool.
-const harmfulDrill = `schema_version = 1
-id = "demo-workload"
-
-[[thread_groups]]
-name = "request-path"
-match = { comm_prefix = ["wl-acceptor", "wl-worker"] }
-treatment = "yield"
-
-[[thread_groups]]
-name = "rest"
-match = { all = true }
-treatment = "normal"
-`
-
 // gitRepo makes an empty profiles repository with a committer identity of
 // its own.
 func gitRepo(t *testing.T) string {
@@ -96,7 +79,12 @@ func TestCanaryLoop(t *testing.T) {
 	repo := gitRepo(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "canary")
-	drill := writeTestFile(t, dir, "harmful.toml", harmfulDrill)
+	// The request path under SCHED_IDLE: the planted benchmark reports it
+	// 3× worse.
+	drill, err := filepath.Abs("../../testdata/drills/demo-harmful.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	args := append(canaryArgs(t, w, out), "--cycles", "3", "--drill", "2:"+drill, "--git-commit", repo)
 	b, err := exec.Command(tt, args...).CombinedOutput()
 	t.Logf("%s", b)
@@ -168,7 +156,7 @@ func TestCanarySIGTERM(t *testing.T) {
 	w := startDemo(t)
 	before := w.views(t)
 	out := filepath.Join(t.TempDir(), "canary")
-	cmd := exec.Command(tt, append(canaryArgs(t, w, out), "--cycles", "2")...)
+	cmd := exec.Command(tt, append(canaryArgs(t, w, out), "--cycles", "2", "--background", "1")...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
