@@ -122,7 +122,7 @@ func CheckCandidate(ctx context.Context, cfg Config, last, cand *profiles.Profil
 	for i := range chk.Decisions {
 		d := &chk.Decisions[i]
 		d.Accepted = chk.State == Passed
-		d.Reason = strings.ToUpper(string(chk.State)) + ": " + d.Reason
+		d.Reason = strings.ToUpper(string(chk.State)) + " (" + chk.Reason + "); " + d.Reason
 		if err := e.record(d); err != nil {
 			return chk, err
 		}

@@ -27,6 +27,7 @@ import (
 	"temper.codes/temper-train/refine/bench"
 	"temper.codes/temper-train/refine/drift"
 	"temper.codes/temper-train/refine/ledger"
+	"temper.codes/temper-train/refine/stats"
 	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/synthesize"
 )
@@ -81,7 +82,8 @@ profile in force in between (none at first: stock CFS). Each cycle:
                 failed        the metric is worse or a --guard regresses beyond its
                               bound: rolled back at once, the ledger says why
                 inconclusive  neither: kept in force, checked again next cycle
-                              with twice the trials; past --max-n... it fails
+                              with twice the trials; when that would pass 40 per
+                              arm (refine's cap on n) it fails instead
                 unchanged     refine kept nothing new
 
 --max-failures N stops the loop after N failed cycles (0: never); --cycles N
@@ -195,6 +197,7 @@ type canaryLoop struct {
 	repo    *profileRepo
 	drills  map[int]canaryDrill
 	log     *ledger.Writer
+	prog    *refineProgress // trial progress; every other line goes above it
 
 	last     *profiles.Profile // the last good profile; nil: stock
 	lastPath string
@@ -311,11 +314,16 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 
 	l := &canaryLoop{f: f, cfg: cfg, dir: dir, stderr: stderr, sched: &liveScheduler{backend: backend, topo: topo, tgt: tgt},
 		lint: lint, shape: shape, machine: machineID(shape), argv: argv, adapter: adapter, target: tf.args(), repo: repo,
-		drills: drills, log: lw}
+		drills: drills, log: lw, prog: newRefineProgress(stderr, f.quiet)}
 	fmt.Fprintf(stderr, "canary: %s on %s, backend %s, every %s, benchmark %q, metric %s, ledger %s\n",
 		f.id, tgt.Description, backend.Name(), f.interval, f.bench, cfg.Metric, lw.Path())
 	loopErr := l.run(ctx)
 	return l.exit(ctx, loopErr)
+}
+
+// say prints a line above the progress line.
+func (l *canaryLoop) say(format string, args ...any) {
+	l.prog.log("%s", strings.TrimSuffix(fmt.Sprintf(format, args...), "\n"))
 }
 
 // onceNotes prints each distinct note once: the backend repeats its notes
@@ -340,7 +348,7 @@ func (l *canaryLoop) run(ctx context.Context) error {
 		l.durs = append(l.durs, time.Since(start))
 		if rec.State != "" {
 			rec.Line = l.summary(c, rec, begin)
-			fmt.Fprintln(l.stderr, rec.Line)
+			l.say("%s", rec.Line)
 			if lerr := l.log.Append(rec); lerr != nil && err == nil {
 				err = lerr
 			}
@@ -363,7 +371,7 @@ func (l *canaryLoop) run(ctx context.Context) error {
 		}
 		wait := time.Until(start.Add(l.f.interval))
 		if wait > 0 {
-			fmt.Fprintf(l.stderr, "canary: next cycle at %s\n", time.Now().Add(wait).Format("15:04:05"))
+			l.say("canary: next cycle at %s\n", time.Now().Add(wait).Format("15:04:05"))
 			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
@@ -472,7 +480,7 @@ func (l *canaryLoop) cycle(ctx context.Context, c int) (ledger.Cycle, error) {
 	if err := l.hold(ctx, l.inForce()); err != nil {
 		return rec, err
 	}
-	fmt.Fprintf(l.stderr, "canary: cycle %d: observe, analyze, synthesize (profile in force: %s)\n", c, hashOf(l.inForce()))
+	l.say("canary: cycle %d: observe, analyze, synthesize (profile in force: %s)\n", c, hashOf(l.inForce()))
 	fresh, freshPath, a, err := l.synthesize(ctx, cdir)
 	if err != nil {
 		return rec, err
@@ -484,10 +492,10 @@ func (l *canaryLoop) cycle(ctx context.Context, c int) (ledger.Cycle, error) {
 		}
 		for _, x := range fs {
 			rec.Drift = append(rec.Drift, x.String())
-			fmt.Fprintf(l.stderr, "canary: cycle %d: drift: %s\n", c, x)
+			l.say("canary: cycle %d: drift: %s\n", c, x)
 		}
 		if len(fs) > 0 {
-			fmt.Fprintf(l.stderr, "canary: cycle %d: the workload left the profile in force: re-synthesized (%s)\n", c, freshPath)
+			l.say("canary: cycle %d: the workload left the profile in force: re-synthesized (%s)\n", c, freshPath)
 		}
 	}
 	if err := l.release(); err != nil { // refine and the check apply their own arms
@@ -511,7 +519,7 @@ func (l *canaryLoop) cycle(ctx context.Context, c int) (ledger.Cycle, error) {
 		cand, rec.Drill, rec.CandidatePath = d.prof, true, d.path
 		candSrc, _ = os.ReadFile(d.path)
 		lw.Append(ledger.Note{Text: fmt.Sprintf("DRILL: %s goes in as if refine had accepted it; the guard check must roll it back", d.path)})
-		fmt.Fprintf(l.stderr, "canary: cycle %d: DRILL: %s goes in as if refine had accepted it\n", c, d.path)
+		l.say("canary: cycle %d: DRILL: %s goes in as if refine had accepted it\n", c, d.path)
 	case l.pending != nil && len(rec.Drift) == 0:
 		cand, candSrc, rec.CandidatePath, n = l.pending.prof, l.pending.src, l.pending.path, l.pending.n
 		lw.Append(ledger.Note{Text: fmt.Sprintf("the inconclusive candidate %s is checked again with n=%d per arm", hashOf(cand), n)})
@@ -524,7 +532,7 @@ func (l *canaryLoop) cycle(ctx context.Context, c int) (ledger.Cycle, error) {
 		if base == nil || len(rec.Drift) > 0 {
 			base, basePath = fresh, freshPath
 		}
-		fmt.Fprintf(l.stderr, "canary: cycle %d: refine %s against %s\n", c, basePath, map[bool]string{true: "stock CFS", false: "the profile in force " + hashOf(l.last)}[l.last == nil])
+		l.say("canary: cycle %d: refine %s against %s\n", c, basePath, map[bool]string{true: "stock CFS", false: "the profile in force " + hashOf(l.last)}[l.last == nil])
 		refineRes, err = l.refine(ctx, lw, cdir, base)
 		if ctx.Err() == nil && (errors.Is(err, refine.ErrNoisy) || errors.Is(err, refine.ErrBudget)) {
 			// This cycle could not measure; the next may (a quieter
@@ -553,6 +561,10 @@ func (l *canaryLoop) cycle(ctx context.Context, c int) (ledger.Cycle, error) {
 	if cand == nil {
 		rec.State = cycleUnchanged
 		rec.Reason = "refine kept nothing new: " + refineRes.Stopped
+		for _, d := range refineRes.Final {
+			rec.Reason += fmt.Sprintf("; final vs %s at bg=%d: %s %s [%s %s], p=%.3g, %s", refineRes.Reference, d.Bg, d.Metric,
+				stats.FormatShift(float64(d.Effect.Center)), stats.FormatShift(float64(d.Effect.Lo)), stats.FormatShift(float64(d.Effect.Hi)), float64(d.P), d.Verdict)
+		}
 		return rec, l.endCycle(lw, cdir, rec.Reason, refineRes != nil)
 	}
 	rec.Candidate = hashOf(cand)
@@ -581,7 +593,7 @@ func (l *canaryLoop) cycle(ctx context.Context, c int) (ledger.Cycle, error) {
 			commit, err := l.repo.commit(candSrc, l.lint, msg)
 			if err != nil {
 				rec.Reason += "; NOT COMMITTED: " + err.Error()
-				fmt.Fprintf(l.stderr, "canary: cycle %d: %v\n", c, err)
+				l.say("canary: cycle %d: %v\n", c, err)
 			} else {
 				rec.Commit = commit
 				rec.Reason += "; committed " + commit[:min(12, len(commit))]
@@ -686,7 +698,7 @@ func (l *canaryLoop) cycleLedger(cdir string, c int) (*ledger.Writer, string, er
 
 // env is refine's environment for one cycle.
 func (l *canaryLoop) env(lw *ledger.Writer, cdir string) refine.Env {
-	prog := newRefineProgress(l.stderr, l.f.quiet)
+	prog := l.prog
 	return refine.Env{
 		Scheduler: l.sched,
 		Lint:      l.lint,
@@ -766,9 +778,9 @@ func (l *canaryLoop) exit(ctx context.Context, loopErr error) error {
 		if err := l.hold(kctx, l.last); err != nil {
 			return errors.Join(loopErr, err)
 		}
-		fmt.Fprintf(l.stderr, "canary: the last good profile %s stays in force until Ctrl-C, SIGTERM or the target exits\n", l.lastName())
+		l.say("canary: the last good profile %s stays in force until Ctrl-C, SIGTERM or the target exits\n", l.lastName())
 		if loopErr != nil {
-			fmt.Fprintf(l.stderr, "canary: %v\n", loopErr)
+			l.say("canary: %v\n", loopErr)
 		}
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
@@ -787,6 +799,6 @@ func (l *canaryLoop) exit(ctx context.Context, loopErr error) error {
 	if err := l.release(); err != nil {
 		return errors.Join(loopErr, fmt.Errorf("revert: %w", err))
 	}
-	fmt.Fprintf(l.stderr, "canary: scheduling reverted; last good profile: %s\n", l.lastName())
+	l.say("canary: scheduling reverted; last good profile: %s\n", l.lastName())
 	return loopErr
 }

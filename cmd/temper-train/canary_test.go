@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -157,7 +158,7 @@ func TestCanarySIGTERM(t *testing.T) {
 	before := w.views(t)
 	out := filepath.Join(t.TempDir(), "canary")
 	cmd := exec.Command(tt, append(canaryArgs(t, w, out), "--cycles", "2", "--background", "1")...)
-	var stderr strings.Builder
+	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -190,6 +191,63 @@ func TestCanarySIGTERM(t *testing.T) {
 		t.Errorf("canary ledger: %v, end %+v", err, cl)
 	}
 	checkClean(t, w, before, ledgerPath)
+}
+
+// TestCanaryOnExitKeep: with --on-exit keep the last good profile (cycle 1
+// passes: the workers' latency group, nice < 0) stays in force after the
+// loop until SIGTERM, and is reverted then.
+func TestCanaryOnExitKeep(t *testing.T) {
+	needTracing(t)
+	needSchedPrivileges(t)
+	tt := buildCLI(t)
+	w := startDemo(t)
+	before := w.views(t)
+	out := filepath.Join(t.TempDir(), "canary")
+	cmd := exec.Command(tt, append(canaryArgs(t, w, out), "--cycles", "1", "--on-exit", "keep")...)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(stderr.String(), "stays in force"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the loop did not hand over within 2 minutes\n%s", stderr.String())
+		}
+	}
+	worker := w.tids["wl-worker-0"]
+	kept := readSched(t, worker)
+	if kept.Nice >= 0 {
+		t.Errorf("after the loop, wl-worker-0 has nice %d: the last good profile (latency, weight 200) is not in force", kept.Nice)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "scheduling reverted") {
+		t.Errorf("no revert line:\n%s", stderr.String())
+	}
+	if after := w.views(t); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("scheduling not reverted:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// syncBuffer is a strings.Builder safe to read while a process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // TestCanaryDirtyRepo: a profiles repository with uncommitted changes is a
