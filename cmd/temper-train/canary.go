@@ -267,6 +267,11 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 	if err != nil {
 		return err
 	}
+	for c, d := range drills {
+		if f.cycles > 0 && c > f.cycles {
+			return usageError{fmt.Errorf("--drill %d:%s: the loop stops after --cycles %d", c, d.path, f.cycles)}
+		}
+	}
 	var repo *profileRepo
 	if f.gitRepo != "" {
 		repo = &profileRepo{dir: f.gitRepo}
