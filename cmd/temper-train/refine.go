@@ -109,7 +109,10 @@ memtier, memaslap, pgbench, sysbench, wrk, and jsonl: one JSON object per line,
 {"metric": "p99_ms", "value": 0.41, "unit": "ms"}.
 
 Reverts on Ctrl-C, SIGTERM and errors; after a SIGKILL run
-'temper-train apply --revert' (cfs) and refine --resume.`,
+'temper-train apply --revert' (cfs) and refine --resume.
+
+To refine a live workload in a loop, the last good profile in force between
+cycles and a regression rolled back at once: 'temper-train canary'.`,
 		Example: `  # the demo workload, its latency read by scripts/demo-bench.sh (jsonl)
   bin/workload --stats /tmp/wl.stats &
   temper-train refine bin/demo/profiles/demo-workload/2cpu-2c-smt1.toml --pid $! \
