@@ -42,6 +42,7 @@ type canaryFlags struct {
 	onExit      string
 	gitRepo     string
 	drills      []string
+	start       string
 }
 
 // Choices of --on-exit.
@@ -60,7 +61,8 @@ func newCanaryCmd() *cobra.Command {
 		Use:   "canary (--pid PID | --cgroup PATH | --pod NS/NAME | -- CMD [ARGS...]) --bench 'CMD ...' --id ID --interval D",
 		Short: "Train a live workload in a loop: keep the last good profile in force, roll back what regresses",
 		Long: `Canary repeats train on a live workload every --interval and keeps the last good
-profile in force in between (none at first: stock CFS). Each cycle:
+profile in force in between (none at first: stock CFS; --start PROFILE begins
+from one, e.g. the profiles repository's). Each cycle:
 
   observe     trace the workload under the profile in force for --duration,
               the benchmark running                        → DIR/cycle-NN/observe/
@@ -140,6 +142,7 @@ cycle-NN/ (each cycle's observe, analysis, profiles, refine ledger and REPORT.md
 	fl.IntVar(&f.maxFailures, "max-failures", 3, "stop after this many failed (rolled back) cycles (0: never)")
 	fl.StringVar(&f.onExit, "on-exit", onExitRevert, "when the loop stops: revert (all scheduling back to stock) or keep (the last good profile in force until the next Ctrl-C/SIGTERM)")
 	fl.StringVar(&f.gitRepo, "git-commit", "", "commit each profile that passes to this git repository of profiles (profiles/ID/SHAPE.toml)")
+	fl.StringVar(&f.start, "start", "", "the profile in force when the loop starts, e.g. the one the profiles repository holds (default none: stock CFS)")
 	fl.StringArrayVar(&f.drills, "drill", nil, "CYCLE:PROFILE.toml: at that cycle put PROFILE in as if refine had accepted it; the guard check must roll it back (repeatable)")
 	return cmd
 }
@@ -267,6 +270,19 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 	if err != nil {
 		return err
 	}
+	var start *profiles.Profile
+	if f.start != "" {
+		src, err := os.ReadFile(f.start)
+		if err != nil {
+			return fmt.Errorf("--start: %w", err)
+		}
+		if start, err = profiles.Parse(f.start, src); err != nil {
+			return fmt.Errorf("--start: %w", err)
+		}
+		if err := lintForRefine(start, f.start, lint, stderr); err != nil {
+			return fmt.Errorf("--start: %w", err)
+		}
+	}
 	for c, d := range drills {
 		if f.cycles > 0 && c > f.cycles {
 			return usageError{fmt.Errorf("--drill %d:%s: the loop stops after --cycles %d", c, d.path, f.cycles)}
@@ -319,7 +335,7 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 
 	l := &canaryLoop{f: f, cfg: cfg, dir: dir, stderr: stderr, sched: &liveScheduler{backend: backend, topo: topo, tgt: tgt},
 		lint: lint, shape: shape, machine: machineID(shape), argv: argv, adapter: adapter, target: tf.args(), repo: repo,
-		drills: drills, log: lw, prog: newRefineProgress(stderr, f.quiet)}
+		drills: drills, log: lw, prog: newRefineProgress(stderr, f.quiet), last: start, lastPath: f.start}
 	fmt.Fprintf(stderr, "canary: %s on %s, backend %s, every %s, benchmark %q, metric %s, ledger %s\n",
 		f.id, tgt.Description, backend.Name(), f.interval, f.bench, cfg.Metric, lw.Path())
 	loopErr := l.run(ctx)

@@ -250,6 +250,60 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// TestCanaryDrift: the loop starts from a profile one of whose groups
+// matches no thread of the demo workload; the cycle says so, records it and
+// refines the fresh synthesis instead.
+func TestCanaryDrift(t *testing.T) {
+	needTracing(t)
+	needSchedPrivileges(t)
+	tt := buildCLI(t)
+	w := startDemo(t)
+	before := w.views(t)
+	dir := t.TempDir()
+	start := writeTestFile(t, dir, "start.toml", `schema_version = 1
+id = "demo-workload"
+
+[[thread_groups]]
+name = "workers"
+match = { comm_prefix = ["wl-worker", "wl-acceptor"] }
+treatment = "latency"
+weight = 200
+
+[[thread_groups]]
+name = "gone"
+match = { comm_prefix = ["wl-gone"] }
+treatment = "batch"
+
+[[thread_groups]]
+name = "rest"
+match = { all = true }
+treatment = "normal"
+`)
+	out := filepath.Join(dir, "canary")
+	b, err := exec.Command(tt, append(canaryArgs(t, w, out), "--cycles", "1", "--start", start)...).CombinedOutput()
+	t.Logf("%s", b)
+	if err != nil {
+		t.Fatalf("canary: %v", err)
+	}
+	l, err := ledger.Read(filepath.Join(out, "canary.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Cycles) != 1 {
+		t.Fatalf("%d cycles", len(l.Cycles))
+	}
+	c := l.Cycles[0]
+	if len(c.Drift) != 1 || !strings.HasPrefix(c.Drift[0], `matches-nothing: group "gone"`) {
+		t.Errorf("drift %q, want the group that matches nothing", c.Drift)
+	}
+	if !strings.Contains(string(b), "re-synthesized") || !strings.Contains(string(b), "cycle-01/profiles/demo-workload/") {
+		t.Errorf("the cycle did not refine the fresh synthesis")
+	}
+	if after := w.views(t); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("scheduling not reverted:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
 // TestCanaryDirtyRepo: a profiles repository with uncommitted changes is a
 // one-line error before anything runs.
 func TestCanaryDirtyRepo(t *testing.T) {
