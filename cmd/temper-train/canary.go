@@ -535,6 +535,7 @@ func (l *canaryLoop) cycle(ctx context.Context, c int) (ledger.Cycle, error) {
 	defer lw.Close()
 	rec.Ledger = lpath
 	var refineRes *refine.Result
+	var refined *profiles.Profile // what refine started from; nil when it did not run
 	switch d, drill := l.drills[c]; {
 	case drill:
 		cand, rec.Drill, rec.CandidatePath = d.prof, true, d.path
@@ -554,13 +555,14 @@ func (l *canaryLoop) cycle(ctx context.Context, c int) (ledger.Cycle, error) {
 			base, basePath = fresh, freshPath
 		}
 		l.say("canary: cycle %d: refine %s against %s\n", c, basePath, map[bool]string{true: "stock CFS", false: "the profile in force " + hashOf(l.last)}[l.last == nil])
+		refined = base
 		refineRes, err = l.refine(ctx, lw, cdir, base)
 		if ctx.Err() == nil && (errors.Is(err, refine.ErrNoisy) || errors.Is(err, refine.ErrBudget)) {
 			// This cycle could not measure; the next may (a quieter
 			// machine): nothing changes, the loop goes on.
 			rec.State = cycleUnchanged
 			rec.Reason = "refine measured nothing: " + err.Error()
-			return rec, l.endCycle(lw, cdir, rec.Reason, true)
+			return rec, l.endCycle(lw, cdir, rec.Reason, refined)
 		}
 		if err != nil {
 			return rec, err
@@ -586,7 +588,7 @@ func (l *canaryLoop) cycle(ctx context.Context, c int) (ledger.Cycle, error) {
 			rec.Reason += fmt.Sprintf("; final vs %s at bg=%d: %s %s [%s %s], p=%.3g, %s", refineRes.Reference, d.Bg, d.Metric,
 				stats.FormatShift(float64(d.Effect.Center)), stats.FormatShift(float64(d.Effect.Lo)), stats.FormatShift(float64(d.Effect.Hi)), float64(d.P), d.Verdict)
 		}
-		return rec, l.endCycle(lw, cdir, rec.Reason, refineRes != nil)
+		return rec, l.endCycle(lw, cdir, rec.Reason, refined)
 	}
 	rec.Candidate = hashOf(cand)
 
@@ -639,16 +641,17 @@ func (l *canaryLoop) cycle(ctx context.Context, c int) (ledger.Cycle, error) {
 	if l.pending != nil {
 		rec.After = hashOf(l.pending.prof) + " (inconclusive)"
 	}
-	return rec, l.endCycle(lw, cdir, rec.State+": "+rec.Reason, refineRes != nil)
+	return rec, l.endCycle(lw, cdir, rec.State+": "+rec.Reason, refined)
 }
 
-// endCycle closes the cycle's ledger and writes its report when refine ran.
-func (l *canaryLoop) endCycle(lw *ledger.Writer, cdir, reason string, refined bool) error {
+// endCycle closes the cycle's ledger and writes its report when refine ran
+// (from base).
+func (l *canaryLoop) endCycle(lw *ledger.Writer, cdir, reason string, base *profiles.Profile) error {
 	if err := lw.Append(ledger.End{Reason: reason}); err != nil {
 		return err
 	}
-	if refined {
-		return writeReport(cdir, lw.Path(), false)
+	if base != nil {
+		return writeReport(cdir, lw.Path(), false, base)
 	}
 	return nil
 }
