@@ -140,6 +140,10 @@ type Spinners interface {
 // Env is what a run acts on and where it reports.
 type Env struct {
 	Scheduler Scheduler
+	// Reference is what calibration and the final comparison measure
+	// against and the refined profile must beat: nil for stock CFS, or the
+	// profile in force (the canary loop's last good one).
+	Reference *profiles.Profile
 	Bench     Bench
 	// Background starts n spinners (n > 0) for the length of a trial.
 	Background func(n int) (Spinners, error)

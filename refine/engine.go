@@ -45,6 +45,10 @@ const (
 // the minimum effect within the n refine may use.
 var ErrNoisy = errors.New("benchmark too noisy")
 
+// ErrBudget is wrapped when the budget cannot hold the final comparison
+// after calibration: the run measures nothing worth keeping.
+var ErrBudget = errors.New("budget")
+
 // errBudget stops the hill climbing when the next stage would not fit.
 var errBudget = errors.New("budget spent")
 
@@ -52,10 +56,13 @@ var errBudget = errors.New("budget spent")
 type Result struct {
 	Calibration []Calibration
 	Rounds      []Round
-	Final       []ledger.Decision // per background level: stock (A) vs refined (B)
+	Final       []ledger.Decision // per background level: reference (A) vs refined (B)
+	// Reference names what the run measured against: "stock CFS", or the
+	// profile in force (Env.Reference) with its hash.
+	Reference string
 	// Refined is the profile the hill climbing ended with; Kept says
-	// whether it beat stock in the final comparison (only then is it worth
-	// writing).
+	// whether it beat the reference (stock, or Env.Reference) in the final
+	// comparison (only then is it worth writing).
 	Refined  *profiles.Profile
 	Kept     bool
 	Accepted []Step
@@ -178,7 +185,11 @@ func (e *engine) trialsOf(n int) int { return 2 * n * e.levels() }
 
 func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 	c := &e.cfg
-	stock, _ := NewArm(nil, Step{Param: "stock CFS"})
+	stock, err := e.referenceArm()
+	if err != nil {
+		return err
+	}
+	e.res.Reference = stock.Step.Param
 	incumbent, err := NewArm(base, Step{Param: "input profile"})
 	if err != nil {
 		return err
@@ -197,8 +208,8 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 	perRound := len(cands)*e.trialsOf(c.ScreenN) + 2*e.trialsOf(c.ConfirmN)
 	cal, fin := e.trialsOf(c.CalibrationN), e.trialsOf(c.FinalN)
 	e.planned = cal + perRound + fin
-	e.env.Log("plan: calibration %d trials (stock vs stock, %d per arm × %d background levels %v); each round screens ≤ %d candidates (%d lint-rejected) with %d per arm, confirms the promising on %d fresh per arm (≈ %d trials a round); final stock vs refined %d per arm (%d trials)",
-		cal, c.CalibrationN, e.levels(), c.Ladder, len(cands), len(rej), c.ScreenN, c.ConfirmN, perRound, c.FinalN, fin)
+	e.env.Log("plan: calibration %d trials (%s vs itself, %d per arm × %d background levels %v); each round screens ≤ %d candidates (%d lint-rejected) with %d per arm, confirms the promising on %d fresh per arm (≈ %d trials a round); final %s vs refined %d per arm (%d trials)",
+		cal, stock.Step.Param, c.CalibrationN, e.levels(), c.Ladder, len(cands), len(rej), c.ScreenN, c.ConfirmN, perRound, stock.Step.Param, c.FinalN, fin)
 	e.env.Log("budget: %s; at least %d trials (calibration + one round + final)", e.budgetString(), e.planned)
 
 	if err := e.calibrate(ctx, stock); err != nil {
@@ -209,8 +220,8 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 
 	reserve := e.trialsOf(c.FinalN)
 	if !e.fits(0, reserve) {
-		return fmt.Errorf("budget: the final comparison alone needs %d more trials (%d per arm and level) and %s leaves room for fewer after %d trials of calibration; raise the budget or --min-effect",
-			reserve, c.FinalN, e.budgetString(), e.trials)
+		return fmt.Errorf("%w: the final comparison alone needs %d more trials (%d per arm and level) and %s leaves room for fewer after %d trials of calibration; raise the budget or --min-effect",
+			ErrBudget, reserve, c.FinalN, e.budgetString(), e.trials)
 	}
 	for e.round = 1; e.round <= c.MaxRounds; e.round++ {
 		r, err := e.climb(ctx, incumbent, reserve)
@@ -306,9 +317,23 @@ func (e *engine) perTrial() time.Duration {
 	return e.spent / time.Duration(e.trials)
 }
 
+// referenceArm is what calibration and the final comparison measure
+// against: stock CFS, or Env.Reference (the canary's profile in force).
+func (e *engine) referenceArm() (Arm, error) {
+	if e.env.Reference == nil {
+		return NewArm(nil, Step{Param: "stock CFS"})
+	}
+	a, err := NewArm(e.env.Reference, Step{})
+	if err != nil {
+		return a, fmt.Errorf("reference profile: %w", err)
+	}
+	a.Step.Param = "profile in force " + a.Hash
+	return a, nil
+}
+
 func (e *engine) calibrate(ctx context.Context, stock Arm) error {
 	c := &e.cfg
-	e.stage, e.step = StageCalibration, "stock vs stock"
+	e.stage, e.step = StageCalibration, stock.Step.Param+" vs itself"
 	ps, err := e.compare(ctx, "cal", stock, stock, c.CalibrationN)
 	if err != nil {
 		return err
@@ -341,7 +366,7 @@ func (e *engine) calibrate(ctx context.Context, stock Arm) error {
 				shown[g.Metric] = v
 			}
 		}
-		e.env.Log("calibration bg=%d: %s noise %.1f%% (1.4826·MAD/median) over %d stock trials; CV %s", bg, c.Metric, 100*cv, len(all), cvList(shown))
+		e.env.Log("calibration bg=%d: %s noise %.1f%% (1.4826·MAD/median) over %d %s trials; CV %s", bg, c.Metric, 100*cv, len(all), stock.Step.Param, cvList(shown))
 		if cv > worst {
 			worst, worstBg = cv, bg
 		}
@@ -355,8 +380,8 @@ func (e *engine) calibrate(ctx context.Context, stock Arm) error {
 		n += n % 2
 		if n > need {
 			if n > c.MaxN {
-				return fmt.Errorf("%w: %s varies %.1f%% between stock runs (1.4826·MAD/median of %d trials at bg=%d) against --min-effect %.1f%%: confirming would need about %d trials per arm, more than %d; lengthen the benchmark, quiet the machine or raise --min-effect",
-					ErrNoisy, c.Metric, 100*worst, 2*c.CalibrationN, worstBg, 100*c.MinEffect, n, c.MaxN)
+				return fmt.Errorf("%w: %s varies %.1f%% between runs of %s (1.4826·MAD/median of %d trials at bg=%d) against --min-effect %.1f%%: confirming would need about %d trials per arm, more than %d; lengthen the benchmark, quiet the machine or raise --min-effect",
+					ErrNoisy, c.Metric, 100*worst, stock.Step.Param, 2*c.CalibrationN, worstBg, 100*c.MinEffect, n, c.MaxN)
 			}
 			if err := e.note("noise: %s %.1f%% (1.4826·MAD/median) at bg=%d is large against --min-effect %.1f%%: confirm and final n raised from %d to %d per arm",
 				c.Metric, 100*worst, worstBg, 100*c.MinEffect, need, n); err != nil {
@@ -560,7 +585,13 @@ func guardFails(gs []ledger.Guard) string {
 
 func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 	c := &e.cfg
-	e.stage, e.step = StageFinal, "stock vs refined"
+	if refined.Hash == stock.Hash {
+		// The climb ended where it started, on the reference itself: there
+		// is nothing to compare and nothing new to keep.
+		e.res.Kept = false
+		return e.note("final: the refined profile is the reference (%s, %s): nothing new to compare or keep", stock.Step.Param, stock.Hash)
+	}
+	e.stage, e.step = StageFinal, stock.Step.Param+" vs refined"
 	e.planned = e.trials + e.trialsOf(c.FinalN)
 	ps, err := e.compare(ctx, "final-"+refined.Hash, stock, refined, c.FinalN)
 	if err != nil {
@@ -575,7 +606,7 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 	kept, harm := false, false
 	for i, bg := range c.Ladder {
 		d := e.decision(StageFinal, refined, bg, ps[bg], sds[i])
-		d.Step = "stock vs refined"
+		d.Step = e.step
 		if sds[i].Verdict == stats.Worse || guardFails(d.Guards) != "" {
 			harm = true
 		}
@@ -589,9 +620,9 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 		d := &ds[i]
 		d.Accepted = kept
 		if kept {
-			d.Reason = "KEPT: the refined profile beats stock CFS; " + d.Reason
+			d.Reason = "KEPT: the refined profile beats " + stock.Step.Param + "; " + d.Reason
 		} else {
-			d.Reason = "NOT KEPT: the refined profile does not beat stock CFS without harm at some level; " + d.Reason
+			d.Reason = "NOT KEPT: the refined profile does not beat " + stock.Step.Param + " without harm at some level; " + d.Reason
 		}
 		if g := guardFails(d.Guards); g != "" {
 			d.Reason = "guard " + g + "; " + d.Reason

@@ -1,6 +1,7 @@
 package refine
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -16,7 +17,7 @@ func WithEvidence(r *Result, ledgerName string, now time.Time) *profiles.Profile
 	p := cloneProfile(r.Refined)
 	day := now.UTC().Format("2006-01-02")
 	for _, d := range r.Final {
-		p.Traits.Refined = append(p.Traits.Refined, fmt.Sprintf("%s vs stock CFS (ledger %s): %s", day, ledgerName, evidenceLine(d)))
+		p.Traits.Refined = append(p.Traits.Refined, fmt.Sprintf("%s vs %s (ledger %s): %s", day, cmp.Or(r.Reference, "stock CFS"), ledgerName, evidenceLine(d)))
 	}
 	for _, round := range r.Rounds {
 		if round.Accepted == nil {

@@ -70,6 +70,7 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 	finalArm := map[key][]map[string]float64{}
 	seen := map[string]bool{}
 	inputHash := ""
+	refHash := StockHash
 	for _, s := range l.Starts {
 		e, ok := done[s.Trial]
 		if !ok || seen[s.Trial] {
@@ -78,6 +79,9 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 		seen[s.Trial] = true
 		r.Trials++
 		byArm[key{s.Candidate, s.Bg}] = append(byArm[key{s.Candidate, s.Bg}], e.Metrics)
+		if s.Stage == StageCalibration && refHash == StockHash {
+			refHash = s.Candidate // the canary's profile in force, or stock
+		}
 		if s.Stage == StageFinal {
 			finalArm[key{s.Candidate, s.Bg}] = append(finalArm[key{s.Candidate, s.Bg}], e.Metrics)
 		}
@@ -97,8 +101,11 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 		inputHash = refinedHash
 	}
 	r.Arms = []report.Arm{{Name: "stock CFS", Desc: "no profile"}}
-	hashes := []string{StockHash}
-	if inputHash != "" {
+	if refHash != StockHash {
+		r.Arms = []report.Arm{{Name: "profile in force", Desc: fmt.Sprintf("the last good profile (%s)", refHash)}}
+	}
+	hashes := []string{refHash}
+	if inputHash != "" && inputHash != refHash {
 		r.Arms = append(r.Arms, report.Arm{Name: "input profile", Desc: fmt.Sprintf("%s (%s)", h.Profile, inputHash)})
 		hashes = append(hashes, inputHash)
 	}
@@ -151,7 +158,7 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 		case StageCalibration:
 			c := report.Calibration{Bg: d.Bg, CV: map[string]float64{}, Line: d.Line + "  → " + d.Reason, FalseAccept: d.Verdict == stats.Better.String()}
 			vals := map[string][]float64{}
-			for _, m := range byArm[key{StockHash, d.Bg}][:min(len(byArm[key{StockHash, d.Bg}]), d.N[0]+d.N[1])] {
+			for _, m := range byArm[key{refHash, d.Bg}][:min(len(byArm[key{refHash, d.Bg}]), d.N[0]+d.N[1])] {
 				for k, v := range m {
 					vals[k] = append(vals[k], v)
 				}

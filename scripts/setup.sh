@@ -33,6 +33,9 @@ declare -A need=(
 	[unshare]=util-linux           # temper-train job's test: the node's mount namespace
 	[/usr/bin/time]=time           # make bench: peak RSS of analyze and perf
 	[dot]=graphviz                 # analyze --dot: the wake graph as SVG (and its tests)
+	[git]=git                      # canary --git-commit: commits accepted profiles (and its tests)
+	[jq]=jq                        # scripts/canary-redis.sh: the ledger summary
+	[redis-cli]=redis-tools        # scripts/canary-redis.sh: waits for the server
 )
 missing=()
 for cmd in "${!need[@]}"; do

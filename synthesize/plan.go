@@ -118,8 +118,7 @@ func newPlan(a *analyze.Analysis, clusters map[int]*analyze.Cluster) *plan {
 		m := member{
 			th:      t,
 			cluster: c,
-			seen: profiles.Thread{Tid: int(t.Tid), Tgid: int(t.Tgid),
-				Comm: kernelComm(t.Comm), Pcomm: kernelComm(t.Process), Cmdline: t.Cmdline},
+			seen:    MatcherView(*t),
 			family:  f,
 			desired: slotOf(c.Class),
 			hot:     t.Features.CPUShare >= HotShare,

@@ -68,7 +68,7 @@ scheduling treatment, keyed to the machine shape it was measured on.`,
 	root.AddCommand(newLintCmd())
 	root.AddCommand(newApplyCmd())
 	root.AddCommand(newSynthesizeCmd())
-	root.AddCommand(newRefineCmd(), newTrainCmd())
+	root.AddCommand(newRefineCmd(), newTrainCmd(), newCanaryCmd())
 	root.AddCommand(newJobCmd(), newProfilesCmd())
 	return root
 }

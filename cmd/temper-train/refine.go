@@ -63,6 +63,7 @@ type refineFlags struct {
 
 func newRefineCmd() *cobra.Command {
 	var f refineFlags
+	var canary bool
 	cmd := &cobra.Command{
 		Use:   "refine PROFILE (--pid PID | --cgroup PATH | --pod NS/NAME | -- CMD [ARGS...]) --bench 'CMD ...'",
 		Short: "Measure whether a profile helps the workload and keep only the changes that do",
@@ -108,7 +109,10 @@ memtier, memaslap, pgbench, sysbench, wrk, and jsonl: one JSON object per line,
 {"metric": "p99_ms", "value": 0.41, "unit": "ms"}.
 
 Reverts on Ctrl-C, SIGTERM and errors; after a SIGKILL run
-'temper-train apply --revert' (cfs) and refine --resume.`,
+'temper-train apply --revert' (cfs) and refine --resume.
+
+To refine a live workload in a loop, the last good profile in force between
+cycles and a regression rolled back at once: 'temper-train canary'.`,
 		Example: `  # the demo workload, its latency read by scripts/demo-bench.sh (jsonl)
   bin/workload --stats /tmp/wl.stats &
   temper-train refine bin/demo/profiles/demo-workload/2cpu-2c-smt1.toml --pid $! \
@@ -128,6 +132,9 @@ Reverts on Ctrl-C, SIGTERM and errors; after a SIGKILL run
 				command = a[dash:]
 				a = a[:dash]
 			}
+			if canary {
+				return usageError{errors.New("--canary: the canary loop is its own command, 'temper-train canary' (it synthesizes its own candidates; see its --help)")}
+			}
 			if len(a) != 1 {
 				return usageError{fmt.Errorf("refine takes one profile file, got %d arguments", len(a))}
 			}
@@ -136,6 +143,8 @@ Reverts on Ctrl-C, SIGTERM and errors; after a SIGKILL run
 		},
 	}
 	f.register(cmd)
+	cmd.Flags().BoolVar(&canary, "canary", false, "")
+	cmd.Flags().MarkHidden("canary")
 	return cmd
 }
 

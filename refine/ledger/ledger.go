@@ -34,6 +34,7 @@ const (
 	KindDecision   = "decision"
 	KindNote       = "note"
 	KindEnd        = "end"
+	KindCycle      = "cycle"
 )
 
 // ErrMismatch is wrapped when a ledger given to resume belongs to another
@@ -218,6 +219,34 @@ type End struct {
 	Refined string    `json:"refined,omitempty"` // path of the refined profile, if one was written
 }
 
+// Cycle is one cycle of the canary loop (temper-train canary), written to
+// the loop's own ledger when the cycle ends; the cycle's trials and
+// decisions are in the refine ledger it names.
+type Cycle struct {
+	Type  string    `json:"type"`
+	Cycle int       `json:"cycle"`
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+	// State is passed, failed (rolled back), inconclusive (kept, more
+	// trials next time) or unchanged (no candidate this cycle).
+	State string `json:"state"`
+	// Before and After are the hashes of the last good profile when the
+	// cycle began and ended ("stock" for none).
+	Before string `json:"before"`
+	After  string `json:"after"`
+	// Candidate is the hash of the profile the cycle checked, and
+	// CandidatePath its file; Drill marks one planted by --drill.
+	Candidate     string   `json:"candidate,omitempty"`
+	CandidatePath string   `json:"candidate_path,omitempty"`
+	Drill         bool     `json:"drill,omitempty"`
+	Drift         []string `json:"drift,omitempty"`
+	Check         []string `json:"check,omitempty"` // the guard check's decision lines
+	Reason        string   `json:"reason"`
+	Ledger        string   `json:"ledger,omitempty"` // the cycle's refine ledger
+	Commit        string   `json:"commit,omitempty"` // the git commit of an accepted profile
+	Line          string   `json:"line"`             // the summary line printed
+}
+
 // Writer appends records to a ledger file, one fsynced line each.
 type Writer struct {
 	f    *os.File
@@ -287,6 +316,9 @@ func (w *Writer) Append(rec any) error {
 			r.Time = time.Now().UTC()
 		}
 		rec = r
+	case Cycle:
+		r.Type = KindCycle
+		rec = r
 	case End:
 		r.Type = KindEnd
 		if r.Time.IsZero() {
@@ -319,6 +351,7 @@ type Ledger struct {
 	Ends      map[string]TrialEnd // by trial id, the last end of each
 	Decisions []Decision
 	Notes     []Note
+	Cycles    []Cycle
 	End       *End
 	// Torn is true when the last line was cut off mid-write.
 	Torn bool
@@ -414,6 +447,10 @@ func parse(path string, r io.Reader) (*Ledger, error) {
 			var n Note
 			derr = json.Unmarshal(b, &n)
 			l.Notes = append(l.Notes, n)
+		case KindCycle:
+			var c Cycle
+			derr = json.Unmarshal(b, &c)
+			l.Cycles = append(l.Cycles, c)
 		case KindEnd:
 			var e End
 			derr = json.Unmarshal(b, &e)

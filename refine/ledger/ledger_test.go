@@ -28,6 +28,7 @@ func TestRoundTrip(t *testing.T) {
 		TrialStart{Trial: "cal/001", Stage: "calibration", Arm: "B", Candidate: "stock", Start: now.Add(2 * time.Second), Spinners: []int{3}},
 		Decision{Stage: "confirm", Metric: "p99_ms", N: [2]int{8, 8}, P: 0.01, Accepted: true},
 		Note{Text: "hello"},
+		Cycle{Cycle: 2, State: "failed", Before: "abc", After: "abc", Candidate: "def", Drill: true, Drift: []string{"matches-nothing: x"}, Reason: "rolled back"},
 	}
 	for _, r := range recs {
 		if err := w.Append(r); err != nil {
@@ -43,6 +44,9 @@ func TestRoundTrip(t *testing.T) {
 	}
 	if l.Header.Seed != 7 || len(l.Starts) != 2 || len(l.Ends) != 1 || len(l.Decisions) != 1 || len(l.Notes) != 1 || l.Torn {
 		t.Fatalf("read back %+v", l)
+	}
+	if len(l.Cycles) != 1 || l.Cycles[0].Type != KindCycle || !l.Cycles[0].Drill || l.Cycles[0].Drift[0] != "matches-nothing: x" {
+		t.Errorf("cycles %+v", l.Cycles)
 	}
 	if !l.Decisions[0].Accepted || l.Decisions[0].Type != KindDecision {
 		t.Errorf("decision %+v", l.Decisions[0])

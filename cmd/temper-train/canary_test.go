@@ -1,0 +1,409 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"temper.codes/temper-train/internal/need"
+	"temper.codes/temper-train/profiles"
+	"temper.codes/temper-train/refine/ledger"
+)
+
+// gitRepo makes an empty profiles repository with a committer identity of
+// its own.
+func gitRepo(t *testing.T) string {
+	t.Helper()
+	need.Tool(t, "git", "git")
+	dir := filepath.Join(t.TempDir(), "profiles-repo")
+	for _, args := range [][]string{{"init", "-q", dir}, {"-C", dir, "config", "user.name", "canary test"},
+		{"-C", dir, "config", "user.email", "canary@test.invalid"}, {"-C", dir, "commit", "-q", "--allow-empty", "-m", "empty"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	return dir
+}
+
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func writeTestFile(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// canaryArgs are the smallest sizes of a canary run on the demo workload
+// with the planted benchmark: the check's n (--final-n 4) is the smallest
+// that can reach p < 0.05.
+func canaryArgs(t *testing.T, w *demoWorkload, out string) []string {
+	t.Helper()
+	bench, err := filepath.Abs("testdata/planted-bench.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"canary", "--pid", strconv.Itoa(w.cmd.Process.Pid), "--id", "demo-workload", "--out", out,
+		"--bench", fmt.Sprintf("%s %d 0.1", bench, w.tids["wl-worker-0"]), "--adapter", "jsonl", "--metric", "p99_ms", "--min-effect", "20%",
+		"--interval", "1s", "--duration", "2s", "--calibration-n", "2", "--screen-n", "4", "--confirm-n", "4", "--final-n", "4",
+		"--max-trials", "60", "--warmup", "50ms", "--backend", "cfs", "-q"}
+}
+
+// TestCanaryLoop: three cycles on the demo workload, a drill at cycle 2.
+// Cycle 1 refines the fresh synthesis against stock and its check passes
+// (the workers' latency group is what the planted benchmark rewards): one
+// commit. The drill is caught and rolled back, the ledger says why, and the
+// profile in force is the last good one again. Nothing stays changed.
+func TestCanaryLoop(t *testing.T) {
+	needTracing(t)
+	needSchedPrivileges(t)
+	tt := buildCLI(t)
+	w := startDemo(t)
+	before := w.views(t)
+	repo := gitRepo(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "canary")
+	// The request path under SCHED_IDLE: the planted benchmark reports it
+	// 3× worse.
+	drill, err := filepath.Abs("../../testdata/drills/demo-harmful.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := append(canaryArgs(t, w, out), "--cycles", "3", "--drill", "2:"+drill, "--git-commit", repo)
+	b, err := exec.Command(tt, args...).CombinedOutput()
+	t.Logf("%s", b)
+	if err != nil {
+		t.Fatalf("canary: %v", err)
+	}
+	l, err := ledger.Read(filepath.Join(out, "canary.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Cycles) != 3 || l.End == nil {
+		t.Fatalf("%d cycle records, end %v", len(l.Cycles), l.End)
+	}
+	c1, c2 := l.Cycles[0], l.Cycles[1]
+	if c1.State != "passed" || c1.Commit == "" || c1.After == "stock" {
+		t.Errorf("cycle 1: %+v, want passed and committed", c1)
+	}
+	if !c2.Drill || c2.State != "failed" || !strings.Contains(c2.Reason, "rolled back") || c2.After != c1.After || c2.Commit != "" {
+		t.Errorf("cycle 2 (drill): %+v, want failed, rolled back to %s", c2, c1.After)
+	}
+	if !strings.Contains(string(b), "FAILED (DRILL)") {
+		t.Errorf("no drill line on the terminal")
+	}
+	// The cycle's own ledger holds the check's decision and the drill note.
+	cl, err := ledger.Read(c2.Ledger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cl.Decisions) != 1 || cl.Decisions[0].Stage != "canary" || cl.Decisions[0].Verdict != "worse" {
+		t.Errorf("cycle 2 decisions: %+v", cl.Decisions)
+	}
+	// git: one commit per passed cycle, each of the one profile path, the
+	// message with the evidence.
+	passed := 0
+	for _, c := range l.Cycles {
+		if c.State == "passed" {
+			passed++
+		}
+	}
+	shape := strings.TrimSuffix(filepath.Base(c1.CandidatePath), ".toml")
+	log := gitOut(t, repo, "log", "--format=%H %s", "--name-only")
+	if got := strings.Count(log, "canary cycle"); got != passed {
+		t.Errorf("%d canary commits for %d passed cycles:\n%s", got, passed, log)
+	}
+	if !strings.Contains(log, "profiles/demo-workload/"+shape+".toml") {
+		t.Errorf("no profiles/demo-workload/%s.toml in the log:\n%s", shape, log)
+	}
+	msg := gitOut(t, repo, "log", "-1", "--format=%B", c1.Commit)
+	for _, want := range []string{"p99_ms at bg=0", "n=4+4", "p=", "Ledger: "} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("commit message lacks %q:\n%s", want, msg)
+		}
+	}
+	if st := gitOut(t, repo, "status", "--porcelain"); st != "" {
+		t.Errorf("repo left dirty: %s", st)
+	}
+	if after := w.views(t); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("scheduling not reverted:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// TestCanarySIGTERM: SIGTERM mid-cycle (during a trial) stops the loop with a
+// one-line error; scheduling is reverted, the ledgers read back, no
+// trial is left open.
+func TestCanarySIGTERM(t *testing.T) {
+	needTracing(t)
+	needSchedPrivileges(t)
+	tt := buildCLI(t)
+	w := startDemo(t)
+	before := w.views(t)
+	out := filepath.Join(t.TempDir(), "canary")
+	cmd := exec.Command(tt, append(canaryArgs(t, w, out), "--cycles", "2", "--background", "1")...)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ledgerPath := filepath.Join(out, "cycle-01", "ledger.jsonl")
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		if l, err := ledger.Read(ledgerPath); err == nil && len(l.Starts) >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no 5th trial within 2 minutes\n%s", stderr.String())
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitFailure || !strings.Contains(stderr.String(), "interrupted") {
+		t.Errorf("exit %v\n%s", err, stderr.String())
+	}
+	l, err := ledger.Read(ledgerPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Open()) != 0 {
+		t.Errorf("%d trials left open", len(l.Open()))
+	}
+	cl, err := ledger.Read(filepath.Join(out, "canary.jsonl"))
+	if err != nil || cl.End == nil || !strings.Contains(cl.End.Reason, "interrupted") {
+		t.Errorf("canary ledger: %v, end %+v", err, cl)
+	}
+	checkClean(t, w, before, ledgerPath)
+}
+
+// TestCanaryOnExitKeep: with --on-exit keep the last good profile (cycle 1
+// passes: the workers' latency group, nice < 0) stays in force after the
+// loop until SIGTERM, and is reverted then.
+func TestCanaryOnExitKeep(t *testing.T) {
+	needTracing(t)
+	needSchedPrivileges(t)
+	tt := buildCLI(t)
+	w := startDemo(t)
+	before := w.views(t)
+	out := filepath.Join(t.TempDir(), "canary")
+	cmd := exec.Command(tt, append(canaryArgs(t, w, out), "--cycles", "1", "--on-exit", "keep")...)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); !strings.Contains(stderr.String(), "stays in force"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the loop did not hand over within 2 minutes\n%s", stderr.String())
+		}
+	}
+	worker := w.tids["wl-worker-0"]
+	kept := readSched(t, worker)
+	if kept.Nice >= 0 {
+		t.Errorf("after the loop, wl-worker-0 has nice %d: the last good profile (latency, weight 200) is not in force", kept.Nice)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit %v\n%s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "scheduling reverted") {
+		t.Errorf("no revert line:\n%s", stderr.String())
+	}
+	if after := w.views(t); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("scheduling not reverted:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// syncBuffer is a strings.Builder safe to read while a process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestCanaryDrift: the loop starts from a profile one of whose groups
+// matches no thread of the demo workload; the cycle says so, records it and
+// refines the fresh synthesis instead.
+func TestCanaryDrift(t *testing.T) {
+	needTracing(t)
+	needSchedPrivileges(t)
+	tt := buildCLI(t)
+	w := startDemo(t)
+	before := w.views(t)
+	dir := t.TempDir()
+	start := writeTestFile(t, dir, "start.toml", `schema_version = 1
+id = "demo-workload"
+
+[[thread_groups]]
+name = "workers"
+match = { comm_prefix = ["wl-worker", "wl-acceptor"] }
+treatment = "latency"
+weight = 200
+
+[[thread_groups]]
+name = "gone"
+match = { comm_prefix = ["wl-gone"] }
+treatment = "batch"
+
+[[thread_groups]]
+name = "rest"
+match = { all = true }
+treatment = "normal"
+`)
+	out := filepath.Join(dir, "canary")
+	b, err := exec.Command(tt, append(canaryArgs(t, w, out), "--cycles", "1", "--start", start)...).CombinedOutput()
+	t.Logf("%s", b)
+	if err != nil {
+		t.Fatalf("canary: %v", err)
+	}
+	l, err := ledger.Read(filepath.Join(out, "canary.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Cycles) != 1 {
+		t.Fatalf("%d cycles", len(l.Cycles))
+	}
+	c := l.Cycles[0]
+	// The compute pool may also show as a new hot family (it is in the
+	// catch-all here); the group that matches nothing must be there.
+	if !slices.ContainsFunc(c.Drift, func(d string) bool { return strings.HasPrefix(d, `matches-nothing: group "gone"`) }) {
+		t.Errorf("drift %q, want the group that matches nothing", c.Drift)
+	}
+	if !strings.Contains(string(b), "re-synthesized") || !strings.Contains(string(b), "cycle-01/profiles/demo-workload/") {
+		t.Errorf("the cycle did not refine the fresh synthesis")
+	}
+	if after := w.views(t); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("scheduling not reverted:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// TestCanaryDirtyRepo: a profiles repository with uncommitted changes is a
+// one-line error before anything runs.
+func TestCanaryDirtyRepo(t *testing.T) {
+	needSchedPrivileges(t)
+	tt := buildCLI(t)
+	repo := gitRepo(t)
+	writeTestFile(t, repo, "stray.toml", "x")
+	out := filepath.Join(t.TempDir(), "canary")
+	b, err := exec.Command(tt, "canary", "--pid", strconv.Itoa(os.Getpid()), "--id", "x", "--interval", "1m", "--bench", "true",
+		"--adapter", "jsonl", "--backend", "cfs", "--git-commit", repo, "--out", out).CombinedOutput()
+	msg := strings.TrimSpace(string(b))
+	if err == nil || strings.Count(msg, "\n") != 0 || !strings.Contains(msg, "uncommitted changes") || !strings.Contains(msg, "stray.toml") {
+		t.Errorf("exit %v, output %q: want a one-line error naming the change", err, msg)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("a dirty repository still started the loop")
+	}
+}
+
+func testLintCFS(p *profiles.Profile) []profiles.Finding {
+	shape := profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1, NUMANodes: 1}
+	return profiles.Lint(p, profiles.LintOptions{Backend: "cfs", Shape: &shape})
+}
+
+const goodProfile = `schema_version = 1
+id = "svc"
+
+[machine_shape]
+logical_cpus = 2
+cores = 2
+threads_per_core = 1
+
+[[thread_groups]]
+name = "workers"
+match = { comm_prefix = ["wl-worker"] }
+treatment = "latency"
+
+[[thread_groups]]
+name = "rest"
+match = { all = true }
+treatment = "normal"
+`
+
+// TestProfileRepo: what --git-commit commits and what it refuses.
+func TestProfileRepo(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		setup   func(t *testing.T, dir string)
+		profile string
+		err     string // "" commits
+	}{
+		{"commits", nil, goodProfile, ""},
+		{"lint error never committed", nil, strings.Replace(goodProfile, `match = { all = true }`, `match = { }`, 1), "fails lint"},
+		{"untracked file", func(t *testing.T, dir string) { writeTestFile(t, dir, "notes.txt", "x") }, goodProfile, "uncommitted changes"},
+		{"merge conflict", func(t *testing.T, dir string) {
+			writeTestFile(t, dir, "a.txt", "base\n")
+			gitOut(t, dir, "add", "a.txt")
+			gitOut(t, dir, "commit", "-q", "-m", "a")
+			gitOut(t, dir, "checkout", "-q", "-b", "other")
+			writeTestFile(t, dir, "a.txt", "other\n")
+			gitOut(t, dir, "commit", "-q", "-am", "other")
+			gitOut(t, dir, "checkout", "-q", "-")
+			writeTestFile(t, dir, "a.txt", "mine\n")
+			gitOut(t, dir, "commit", "-q", "-am", "mine")
+			exec.Command("git", "-C", dir, "merge", "-q", "other").Run() // conflicts
+		}, goodProfile, "unresolved merge conflicts"},
+		{"hook refuses", func(t *testing.T, dir string) {
+			writeTestFile(t, dir, ".git/hooks/pre-commit", "#!/bin/sh\necho no >&2\nexit 1\n")
+			os.Chmod(filepath.Join(dir, ".git/hooks/pre-commit"), 0o755)
+		}, goodProfile, "not committed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := gitRepo(t)
+			if tc.setup != nil {
+				tc.setup(t, dir)
+			}
+			head := gitOut(t, dir, "rev-parse", "HEAD")
+			commit, err := profileRepo{dir: dir}.commit([]byte(tc.profile), testLintCFS, "svc: test\n\nevidence")
+			path := filepath.Join(dir, "profiles", "svc", "2cpu-2c-smt1.toml")
+			if tc.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := gitOut(t, dir, "show", "--name-only", "--format=%s", commit); got != "svc: test\n\nprofiles/svc/2cpu-2c-smt1.toml" {
+					t.Errorf("commit: %q", got)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("err %v, want one line with %q", err, tc.err)
+			}
+			if h := gitOut(t, dir, "rev-parse", "HEAD"); h != head {
+				t.Errorf("HEAD moved to %s", h)
+			}
+			if _, err := os.Stat(path); err == nil {
+				t.Errorf("%s left behind", path)
+			}
+		})
+	}
+}
