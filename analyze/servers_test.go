@@ -293,7 +293,7 @@ func analyzeServer(t *testing.T, name string) (*Analysis, *snapshot.Snapshot, ma
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := AnalyzeFile(filepath.Join(dir, "trace.pftrace.gz"), Options{Path: name + "/trace.pftrace.gz", Snapshot: snap})
+	a, err := File(filepath.Join(dir, "trace.pftrace.gz"), Options{Path: name + "/trace.pftrace.gz", Snapshot: snap})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,7 @@ func analyzeWorkload(t testing.TB, rename func(tid int32, comm string) string) *
 	if rename != nil {
 		rd = &renamingReader{Reader: r, rename: rename}
 	}
-	a, err := Analyze(rd, Options{Path: "workload-tracefs.txt.gz", Pids: []int{workloadPid}})
+	a, err := Trace(rd, Options{Path: "workload-tracefs.txt.gz", Pids: []int{workloadPid}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func fuzzAnalysis(data []byte) (*analyze.Analysis, Options) {
 	return a, opt
 }
 
-// FuzzSynthesize: for any analysis, Synthesize either fails with one
+// FuzzSynthesize: for any analysis, Profile either fails with one
 // non-empty line, or returns a profile in which every thread lands where the
 // evidence says, that lints clean, that is the same every time, whose TOML
 // parses back, whose Helm values carry it byte for byte, and whose
@@ -96,7 +96,7 @@ func FuzzSynthesize(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{1, 7, 2, 255, 3, 200, 9}, 40))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, opt := fuzzAnalysis(data)
-		r, err := Synthesize(a, opt)
+		r, err := Profile(a, opt)
 		if err != nil {
 			if msg := err.Error(); msg == "" || strings.Contains(msg, "\n") {
 				t.Fatalf("error is not one line: %q", msg)
@@ -107,7 +107,7 @@ func FuzzSynthesize(f *testing.F) {
 			return
 		}
 		checkProfile(t, a, r)
-		again, err := Synthesize(a, opt)
+		again, err := Profile(a, opt)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -114,7 +114,7 @@ func matchString(m profiles.Match) string {
 }
 
 // landings runs the analysis' user threads through the profile the way the
-// backends do and counts them per group, independently of Synthesize's own
+// backends do and counts them per group, independently of Profile's own
 // self-check.
 func landings(t testing.TB, a *analyze.Analysis, p *profiles.Profile) []int {
 	t.Helper()

@@ -34,7 +34,7 @@ func largeAnalysis(n int) *analyze.Analysis {
 // second) into a profile that passes every check.
 func TestLargeAnalysis(t *testing.T) {
 	a := largeAnalysis(2100)
-	r, err := Synthesize(a, Options{ID: "large", Shape: &profiles.Shape{LogicalCPUs: 64, Cores: 32, ThreadsPerCore: 2}, RequestMillicores: 16000})
+	r, err := Profile(a, Options{ID: "large", Shape: &profiles.Shape{LogicalCPUs: 64, Cores: 32, ThreadsPerCore: 2}, RequestMillicores: 16000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ type Result struct {
 	// name; they are in the header and the description too.
 	Warnings []string
 	// Lint are the warnings profiles.Lint reported (it reported no errors,
-	// or Synthesize would have failed).
+	// or Profile would have failed).
 	Lint []profiles.Finding
 }
 
@@ -62,12 +62,12 @@ var idPattern = regexp.MustCompile(`^[a-z0-9-]+$`)
 // errNoID is returned for a missing id.
 var errNoID = errors.New("no profile id: pass --id (lowercase letters, digits and '-', e.g. --id my-service)")
 
-// Synthesize builds the workload profile for an analysis. It fails, with one
+// Profile builds the workload profile for an analysis. It fails, with one
 // line naming the problem, on an analysis it cannot build a profile from, a
 // shape the trace contradicts or none at all, and — as a guard on itself —
 // on a profile in which an analysed thread would not land in the group
 // synthesized for it or that profiles.Lint rejects.
-func Synthesize(a *analyze.Analysis, opt Options) (*Result, error) {
+func Profile(a *analyze.Analysis, opt Options) (*Result, error) {
 	if opt.ID == "" {
 		return nil, errNoID
 	}

@@ -243,7 +243,7 @@ func TestSynthesize(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.opt.ID = "test"
-			r, err := Synthesize(c.a, c.opt)
+			r, err := Profile(c.a, c.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -321,7 +321,7 @@ func TestSynthesizeErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Synthesize(c.a, c.opt)
+			_, err := Profile(c.a, c.opt)
 			if err == nil {
 				t.Fatalf("no error, want %q", c.want)
 			}
@@ -382,7 +382,7 @@ func TestDeterministic(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		r, err := Synthesize(a, opt)
+		r, err := Profile(a, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -442,7 +442,7 @@ func TestImageGlobs(t *testing.T) {
 }
 
 func TestFingerprintFromSnapshot(t *testing.T) {
-	r, err := Synthesize(inference(), Options{ID: "llama", Snapshot: mkSnapshot(4, 2, [2]int64{2000, 250}, [2]int64{2000, 250})})
+	r, err := Profile(inference(), Options{ID: "llama", Snapshot: mkSnapshot(4, 2, [2]int64{2000, 250}, [2]int64{2000, 250})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -166,7 +166,7 @@ func runSynthesize(cmd *cobra.Command, f synthesizeFlags, a []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := synthesize.Synthesize(an, opt)
+	r, err := synthesize.Profile(an, opt)
 	if err != nil {
 		return fmt.Errorf("synthesize %s: %w", a[0], err)
 	}

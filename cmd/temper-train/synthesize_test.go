@@ -36,7 +36,7 @@ func synthesizeCLI(args ...string) (code int, stdout, stderr string) {
 // workloadAnalysis writes the analysis of the test workload's trace to dir.
 func workloadAnalysis(t *testing.T, dir string) string {
 	t.Helper()
-	a, err := analyze.AnalyzeFile(example, analyze.Options{Pids: []int{19560}})
+	a, err := analyze.File(example, analyze.Options{Pids: []int{19560}})
 	if err != nil {
 		t.Fatal(err)
 	}
