@@ -242,3 +242,27 @@ func parseCPUs(t *testing.T, list string) []int {
 	must(t, err)
 	return c
 }
+
+// waitStats refreshes and reads a's stats until moved says they show what
+// the test needs, and fails the test if they do not within limit: a loaded
+// machine delays the threads, it does not stop them.
+func waitStats(t *testing.T, a scheduler.Applied, limit time.Duration, moved func([]scheduler.GroupStats) bool) []scheduler.GroupStats {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		if err := a.Refresh(); err != nil {
+			t.Fatal(err)
+		}
+		stats, err := a.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if moved(stats) {
+			return stats
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats did not move within %v: %+v", limit, stats)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
