@@ -7,17 +7,27 @@ import (
 	"time"
 )
 
+// Class is a thread class: what a thread's behaviour says it is, and what
+// synthesize gives a treatment to. Its value is the name in the JSON and
+// the report.
+type Class string
+
 // The four thread classes a profile gives treatments to.
 const (
-	ClassSyncCompute     = "sync_compute"
-	ClassLatencyCritical = "latency_critical"
-	ClassIOWakeChain     = "io_wake_chain"
-	ClassSporadic        = "sporadic"
+	ClassSyncCompute     Class = "sync_compute"
+	ClassLatencyCritical Class = "latency_critical"
+	ClassIOWakeChain     Class = "io_wake_chain"
+	ClassSporadic        Class = "sporadic"
 )
 
 // Classes lists the classes in the order scores are compared; on an exact
 // tie the earlier wins.
-var Classes = []string{ClassSyncCompute, ClassLatencyCritical, ClassIOWakeChain, ClassSporadic}
+func Classes() []Class {
+	return []Class{ClassSyncCompute, ClassLatencyCritical, ClassIOWakeChain, ClassSporadic}
+}
+
+// Valid reports whether c is one of the four classes.
+func (c Class) Valid() bool { return slices.Contains(Classes(), c) }
 
 // Classification is behavioural only: no rule looks at a name. Each class
 // has a membership score in [0, 1] built from ramps — linear between two
@@ -101,12 +111,12 @@ func (s Scores) values() []float64 {
 }
 
 // of returns the score of one class.
-func (s Scores) of(class string) float64 {
-	return s.values()[slices.Index(Classes, class)]
+func (s Scores) of(class Class) float64 {
+	return s.values()[slices.Index(Classes(), class)]
 }
 
 // best returns the winning class and its confidence.
-func (s Scores) best() (string, float64) {
+func (s Scores) best() (Class, float64) {
 	v := s.values()
 	bi, sum := 0, 0.0
 	for i, x := range v {
@@ -118,7 +128,7 @@ func (s Scores) best() (string, float64) {
 	if sum == 0 {
 		return ClassSporadic, 0
 	}
-	return Classes[bi], round3(v[bi] / sum)
+	return Classes()[bi], round3(v[bi] / sum)
 }
 
 // classifyClusters sets each cluster's class from the mean of its members'
@@ -201,7 +211,7 @@ func evidenceOf(members []*Thread) Evidence {
 }
 
 // reasonFor says in one sentence which numbers decided the class.
-func reasonFor(class string, e Evidence) string {
+func reasonFor(class Class, e Evidence) string {
 	n := "median of " + plural(e.Threads, "thread")
 	switch class {
 	case ClassSyncCompute:

@@ -11,7 +11,7 @@ func TestScoreThread(t *testing.T) {
 		name     string
 		f        Features
 		neverRan bool
-		want     string
+		want     Class
 	}{
 		{"intra-op pool member: 2 ms runs, 40% CPU, barrier peers", Features{CPUShare: 0.4, RunTimeP50: 2 * ms, Run: run(3 * ms),
 			WakeRate: 180, Peer: 0.5, External: 0.5, Source: 0.5}, false, ClassSyncCompute},

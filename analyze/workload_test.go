@@ -40,7 +40,7 @@ const (
 //     as its wakees, and as a network-woken accept loop would be. (A timer
 //     thread ticking as often but handing nothing on, such as memcached's
 //     LRU maintainer, is sporadic housekeeping.)
-var workloadClasses = map[string]string{
+var workloadClasses = map[string]Class{
 	"wl-compute":  ClassSyncCompute,
 	"wl-worker":   ClassLatencyCritical,
 	"wl-acceptor": ClassLatencyCritical,
@@ -180,7 +180,7 @@ func threadFeatures(t *testing.T, a *Analysis, comm string) Features {
 // family). Classification must come from behaviour alone.
 func TestClassesIgnoreNames(t *testing.T) {
 	base := analyzeWorkload(t, nil)
-	want := map[int32]string{}
+	want := map[int32]Class{}
 	for _, th := range base.Threads {
 		want[th.Tid] = th.Class
 	}

@@ -71,11 +71,9 @@ func checkAnalysis(a *analyze.Analysis) (map[int]*analyze.Cluster, error) {
 		if _, dup := clusters[c.ID]; dup {
 			return nil, fmt.Errorf("cluster %d is listed twice", c.ID)
 		}
-		switch c.Class {
-		case analyze.ClassSyncCompute, analyze.ClassLatencyCritical, analyze.ClassIOWakeChain, analyze.ClassSporadic:
-		default:
+		if !c.Class.Valid() {
 			return nil, fmt.Errorf("cluster %d has class %q; this synthesize knows %s, %s, %s and %s (re-run analyze with this version)",
-				c.ID, oneLine(c.Class), analyze.ClassSyncCompute, analyze.ClassLatencyCritical, analyze.ClassIOWakeChain, analyze.ClassSporadic)
+				c.ID, oneLine(string(c.Class)), analyze.ClassSyncCompute, analyze.ClassLatencyCritical, analyze.ClassIOWakeChain, analyze.ClassSporadic)
 		}
 		if !finite(c.Confidence) || c.Confidence < 0 || c.Confidence > 1 {
 			return nil, fmt.Errorf("cluster %d: confidence %v is outside 0..1", c.ID, c.Confidence)

@@ -22,7 +22,7 @@ var fuzzNames = []string{
 
 var fuzzShapes = []string{"2cpu-2c-smt1", "4cpu-2c-smt2", "8cpu-4c-smt2", "4cpu", "16cpu-8c-smt2", "4c"}
 
-var fuzzClasses = analyze.Classes
+var fuzzClasses = analyze.Classes()
 
 // bytesource reads fuzz input as a stream of small choices; past its end
 // every choice is 0.
@@ -45,7 +45,7 @@ func (s *bytesource) pick(n int) int { return s.next() % n }
 func fuzzAnalysis(data []byte) (*analyze.Analysis, Options) {
 	s := &bytesource{b: data}
 	nClusters := 1 + s.pick(4)
-	classes := map[int]string{}
+	classes := map[int]analyze.Class{}
 	for c := 1; c <= nClusters; c++ {
 		classes[c] = fuzzClasses[s.pick(len(fuzzClasses))]
 	}

@@ -23,7 +23,7 @@ type th struct {
 
 // mkAnalysis builds an analysis with the given clusters (id → class) and
 // threads, with plausible features.
-func mkAnalysis(classes map[int]string, threads ...th) *analyze.Analysis {
+func mkAnalysis(classes map[int]analyze.Class, threads ...th) *analyze.Analysis {
 	a := &analyze.Analysis{Schema: analyze.Schema}
 	a.Trace = analyze.TraceMeta{Path: "test.pftrace", Format: "perfetto", WindowNs: 1e9, CPUsSeen: 1}
 	leader := map[int32]string{}

@@ -13,7 +13,7 @@ import (
 // every class, several processes, so that resolve has many exclusions,
 // splits and merges to work out.
 func largeAnalysis(n int) *analyze.Analysis {
-	classes := map[int]string{1: analyze.ClassSyncCompute, 2: analyze.ClassLatencyCritical, 3: analyze.ClassIOWakeChain, 4: analyze.ClassSporadic}
+	classes := map[int]analyze.Class{1: analyze.ClassSyncCompute, 2: analyze.ClassLatencyCritical, 3: analyze.ClassIOWakeChain, 4: analyze.ClassSporadic}
 	var ts []th
 	for i := range n {
 		tid := int32(1000 + i)

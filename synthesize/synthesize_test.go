@@ -42,7 +42,7 @@ func mkSnapshot(cores, tpc int, requests, limits [2]int64) *snapshot.Snapshot {
 
 // inference is a two-thread inference server: the seed's llama.cpp case.
 func inference() *analyze.Analysis {
-	return mkAnalysis(map[int]string{1: analyze.ClassSyncCompute, 2: analyze.ClassSporadic},
+	return mkAnalysis(map[int]analyze.Class{1: analyze.ClassSyncCompute, 2: analyze.ClassSporadic},
 		th{tid: 100, tgid: 100, comm: "llama-server", cluster: 2, share: 0.01},
 		th{tid: 101, tgid: 100, comm: "llama-infer-0", cluster: 1, share: 0.95, p90us: 4000},
 		th{tid: 102, tgid: 100, comm: "llama-infer-1", cluster: 1, share: 0.94, p90us: 3900},
@@ -92,7 +92,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "three hot threads on two cores are demoted",
-			a: mkAnalysis(map[int]string{1: analyze.ClassSyncCompute},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassSyncCompute},
 				th{tid: 1, tgid: 1, comm: "onnx", cluster: 1, share: 0.9},
 				th{tid: 2, tgid: 1, comm: "onnx-op-1", family: "onnx", cluster: 1, share: 0.9},
 				th{tid: 3, tgid: 1, comm: "onnx-op-2", family: "onnx", cluster: 1, share: 0.9}),
@@ -103,7 +103,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "three hot threads, three cores on a 4-core node",
-			a: mkAnalysis(map[int]string{1: analyze.ClassSyncCompute},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassSyncCompute},
 				th{tid: 1, tgid: 1, comm: "onnx", cluster: 1, share: 0.9},
 				th{tid: 2, tgid: 1, comm: "onnx-op-1", family: "onnx", cluster: 1, share: 0.9},
 				th{tid: 3, tgid: 1, comm: "onnx-op-2", family: "onnx", cluster: 1, share: 0.9}),
@@ -120,7 +120,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "a hot latency-critical thread gets its core after compute",
-			a: mkAnalysis(map[int]string{1: analyze.ClassLatencyCritical, 2: analyze.ClassSporadic, 3: analyze.ClassSyncCompute},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassLatencyCritical, 2: analyze.ClassSporadic, 3: analyze.ClassSyncCompute},
 				th{tid: 1, tgid: 1, comm: "redis-server", cluster: 1, share: 0.8},
 				th{tid: 2, tgid: 1, comm: "bio_close_file", cluster: 2},
 				th{tid: 3, tgid: 1, comm: "bio_aof", cluster: 2},
@@ -135,7 +135,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "a shorter family name excludes a longer one",
-			a: mkAnalysis(map[int]string{1: analyze.ClassLatencyCritical, 2: analyze.ClassIOWakeChain},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassLatencyCritical, 2: analyze.ClassIOWakeChain},
 				th{tid: 1, tgid: 1, comm: "wl", cluster: 1, share: 0.1},
 				th{tid: 2, tgid: 1, comm: "wl-worker-0", cluster: 2, share: 0.1},
 				th{tid: 3, tgid: 1, comm: "wl-worker-1", cluster: 2, share: 0.1}),
@@ -148,7 +148,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "main thread and workers share a name: group_leader splits them",
-			a: mkAnalysis(map[int]string{1: analyze.ClassLatencyCritical, 2: analyze.ClassSporadic},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassLatencyCritical, 2: analyze.ClassSporadic},
 				th{tid: 1, tgid: 1, comm: "mariadbd", cluster: 2},
 				th{tid: 2, tgid: 1, comm: "mariadbd", cluster: 1, share: 0.1},
 				th{tid: 3, tgid: 1, comm: "mariadbd", cluster: 1, share: 0.1}),
@@ -157,7 +157,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "one thread name in two programs: pcomm_prefix splits them",
-			a: mkAnalysis(map[int]string{1: analyze.ClassLatencyCritical, 2: analyze.ClassSporadic},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassLatencyCritical, 2: analyze.ClassSporadic},
 				th{tid: 10, tgid: 10, comm: "nginx", cluster: 2},
 				th{tid: 11, tgid: 10, comm: "worker", cluster: 1, share: 0.2},
 				th{tid: 20, tgid: 20, comm: "php-fpm", cluster: 2},
@@ -167,7 +167,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "PostgreSQL roles all named postgres are merged, and the description says so",
-			a: mkAnalysis(map[int]string{1: analyze.ClassLatencyCritical, 2: analyze.ClassIOWakeChain, 3: analyze.ClassSporadic},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassLatencyCritical, 2: analyze.ClassIOWakeChain, 3: analyze.ClassSporadic},
 				th{tid: 10, tgid: 10, comm: "postgres", cluster: 3},
 				th{tid: 11, tgid: 11, comm: "postgres", cluster: 1, share: 0.2},
 				th{tid: 12, tgid: 12, comm: "postgres", cluster: 2, share: 0.05},
@@ -179,7 +179,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "a family name longer than the kernel's comm is cut to 15 bytes",
-			a: mkAnalysis(map[int]string{1: analyze.ClassIOWakeChain, 2: analyze.ClassSporadic},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassIOWakeChain, 2: analyze.ClassSporadic},
 				th{tid: 1, tgid: 1, comm: "main", cluster: 2},
 				th{tid: 2, tgid: 1, comm: "very-long-threa", family: "very-long-thread-pool", cluster: 1}),
 			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
@@ -187,7 +187,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "a comm cut inside a character is matched up to the last whole one",
-			a: mkAnalysis(map[int]string{1: analyze.ClassIOWakeChain, 2: analyze.ClassSporadic},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassIOWakeChain, 2: analyze.ClassSporadic},
 				th{tid: 1, tgid: 1, comm: "main", cluster: 2},
 				th{tid: 2, tgid: 1, comm: "ab数据库线程池", cluster: 1}),
 			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
@@ -195,7 +195,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "a thread without a printable comm stays in rest",
-			a: mkAnalysis(map[int]string{1: analyze.ClassIOWakeChain, 2: analyze.ClassSporadic},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassIOWakeChain, 2: analyze.ClassSporadic},
 				th{tid: 1, tgid: 1, comm: "main", cluster: 2},
 				th{tid: 2, tgid: 1, comm: "", cluster: 1},
 				th{tid: 3, tgid: 1, comm: "\x01ctl", cluster: 1},
@@ -206,7 +206,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "kernel threads are left out",
-			a: mkAnalysis(map[int]string{1: analyze.ClassIOWakeChain},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassIOWakeChain},
 				th{tid: 1, tgid: 1, comm: "app", cluster: 1},
 				th{tid: 2, tgid: 2, comm: "kworker/0:1", cluster: 1, kernel: true}),
 			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
@@ -214,14 +214,14 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "nothing stands out: one normal catch-all",
-			a: mkAnalysis(map[int]string{1: analyze.ClassSporadic},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassSporadic},
 				th{tid: 1, tgid: 1, comm: "idle", cluster: 1}),
 			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
 			want: []string{"rest normal all"},
 		},
 		{
 			name: "compute without a hot thread is batch",
-			a: mkAnalysis(map[int]string{1: analyze.ClassSyncCompute, 2: analyze.ClassSporadic},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassSyncCompute, 2: analyze.ClassSporadic},
 				th{tid: 1, tgid: 1, comm: "main", cluster: 2},
 				th{tid: 2, tgid: 1, comm: "crunch", cluster: 1, share: 0.2}),
 			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
@@ -287,10 +287,10 @@ func TestSynthesizeErrors(t *testing.T) {
 	}{
 		{"no id", inference(), Options{Shape: eightCPUs}, "no profile id: pass --id"},
 		{"bad id", inference(), Options{ID: "My_Service", Shape: eightCPUs}, `--id "My_Service": use lowercase letters`},
-		{"no threads", mkAnalysis(map[int]string{1: analyze.ClassSporadic}), Options{ID: "x", Shape: eightCPUs}, "no threads: nothing to group"},
-		{"only kernel threads", mkAnalysis(map[int]string{1: analyze.ClassSporadic}, th{tid: 2, tgid: 2, comm: "kthreadd", cluster: 1, kernel: true}),
+		{"no threads", mkAnalysis(map[int]analyze.Class{1: analyze.ClassSporadic}), Options{ID: "x", Shape: eightCPUs}, "no threads: nothing to group"},
+		{"only kernel threads", mkAnalysis(map[int]analyze.Class{1: analyze.ClassSporadic}, th{tid: 2, tgid: 2, comm: "kthreadd", cluster: 1, kernel: true}),
 			Options{ID: "x", Shape: eightCPUs}, "every thread is a kernel thread"},
-		{"unknown class", mkAnalysis(map[int]string{1: "gpu_feeder"}, th{tid: 1, tgid: 1, comm: "a", cluster: 1}),
+		{"unknown class", mkAnalysis(map[int]analyze.Class{1: "gpu_feeder"}, th{tid: 1, tgid: 1, comm: "a", cluster: 1}),
 			Options{ID: "x", Shape: eightCPUs}, `cluster 1 has class "gpu_feeder"`},
 		{"unknown cluster", func() *analyze.Analysis {
 			a := inference()
