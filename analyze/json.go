@@ -254,7 +254,7 @@ type Evidence struct {
 type Cluster struct {
 	ID         int           `json:"id"`
 	Class      Class         `json:"class"`
-	Confidence float64       `json:"confidence"` // winning score / sum of scores
+	Confidence float64       `json:"confidence"` // winning score / sum of scores, shrunk toward 1/4 with few runs
 	Scores     Scores        `json:"scores"`     // mean of the members' scores
 	Evidence   Evidence      `json:"evidence"`
 	Reason     string        `json:"reason"`
