@@ -27,13 +27,18 @@ func LoadAnalysis(path string) (*analyze.Analysis, error) {
 	return a, nil
 }
 
+// ErrNotAnalysis is wrapped by the errors of ReadAnalysis for data that is
+// not an analysis of this version at all (empty, no schema, another schema),
+// so that a caller can say how to write one.
+var ErrNotAnalysis = errors.New("not an analysis of this version")
+
 // ReadAnalysis decodes an analysis. The schema is checked first, so that a
 // snapshot, a profile or an analysis of another version is reported as what
 // it is rather than as a type error somewhere inside. Unknown fields are
 // allowed: adding fields does not change analyze's schema version.
 func ReadAnalysis(data []byte) (*analyze.Analysis, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, errors.New("empty file: want the JSON of `temper-train analyze TRACE --json FILE`")
+		return nil, &notAnalysis{errors.New("empty file: want an analysis (analyze's JSON)")}
 	}
 	var head struct {
 		Schema *string `json:"schema"`
@@ -43,9 +48,9 @@ func ReadAnalysis(data []byte) (*analyze.Analysis, error) {
 	}
 	switch {
 	case head.Schema == nil:
-		return nil, fmt.Errorf("no \"schema\" field: not a temper-train analysis (want %q, written by `temper-train analyze TRACE --json FILE`)", analyze.Schema)
+		return nil, &notAnalysis{fmt.Errorf("no \"schema\" field: not a temper-train analysis (want %q)", analyze.Schema)}
 	case *head.Schema != analyze.Schema:
-		return nil, fmt.Errorf("schema %q, want %q: re-run `temper-train analyze --json` with this version", *head.Schema, analyze.Schema)
+		return nil, &notAnalysis{fmt.Errorf("schema %q, want %q: analyse the trace again with this version", *head.Schema, analyze.Schema)}
 	}
 	var a analyze.Analysis
 	if err := json.Unmarshal(data, &a); err != nil {
@@ -53,6 +58,13 @@ func ReadAnalysis(data []byte) (*analyze.Analysis, error) {
 	}
 	return &a, nil
 }
+
+// notAnalysis is an error of ReadAnalysis that wraps ErrNotAnalysis
+// without repeating it in the message.
+type notAnalysis struct{ err error }
+
+func (e *notAnalysis) Error() string   { return e.err.Error() }
+func (e *notAnalysis) Unwrap() []error { return []error{ErrNotAnalysis, e.err} }
 
 // checkAnalysis rejects what synthesize cannot build a profile from, with
 // the thread or cluster named: no threads, threads in clusters the analysis
@@ -101,7 +113,7 @@ func checkAnalysis(a *analyze.Analysis) (map[int]*analyze.Cluster, error) {
 	}
 	switch {
 	case len(a.Threads) == 0:
-		return nil, errors.New("no threads: nothing to group (check analyze's target: --snapshot, --pid or --process)")
+		return nil, errors.New("no threads: nothing to group (check analyze's target: its snapshot, pids or process name)")
 	case user == 0:
 		return nil, errors.New("every thread is a kernel thread: a pod's profile cannot match kernel threads (check analyze's target)")
 	}

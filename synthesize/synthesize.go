@@ -59,8 +59,35 @@ type Result struct {
 // idPattern is the profile id rule (profiles checks it too, in Lint).
 var idPattern = regexp.MustCompile(`^[a-z0-9-]+$`)
 
-// errNoID is returned for a missing id.
-var errNoID = errors.New("no profile id: pass --id (lowercase letters, digits and '-', e.g. --id my-service)")
+// The options Profile's errors point at, so that a caller can say which of
+// its own inputs to fix: the command names its flags, the library does not.
+// Test with errors.Is.
+var (
+	// ErrID: Options.ID is missing or not lowercase letters, digits and '-'.
+	ErrID = errors.New("profile id")
+	// ErrShape: Options.Shape is unusable or contradicts the snapshot.
+	ErrShape = errors.New("machine shape")
+	// ErrNoShape: no shape at all: no snapshot, no Options.Shape, and no CPU
+	// count in the trace.
+	ErrNoShape = errors.New("no machine shape")
+	// ErrRequest: the CPU request (Options.RequestMillicores, or the pod's)
+	// is negative or above the CPU limit.
+	ErrRequest = errors.New("CPU request")
+)
+
+// optionError is an error about one of the options: its message is err's,
+// and errors.Is finds both the option's sentinel and what err wraps.
+type optionError struct {
+	option error // ErrID, ErrShape, ErrNoShape or ErrRequest
+	err    error
+}
+
+func (e *optionError) Error() string   { return e.err.Error() }
+func (e *optionError) Unwrap() []error { return []error{e.option, e.err} }
+
+func optionErr(option error, format string, a ...any) error {
+	return &optionError{option: option, err: fmt.Errorf(format, a...)}
+}
 
 // Profile builds the workload profile for an analysis. It fails, with one
 // line naming the problem, on an analysis it cannot build a profile from, a
@@ -69,10 +96,10 @@ var errNoID = errors.New("no profile id: pass --id (lowercase letters, digits an
 // synthesized for it or that profiles.Lint rejects.
 func Profile(a *analyze.Analysis, opt Options) (*Result, error) {
 	if opt.ID == "" {
-		return nil, errNoID
+		return nil, optionErr(ErrID, "no profile id: give one of lowercase letters, digits and '-' (e.g. my-service)")
 	}
 	if !idPattern.MatchString(opt.ID) {
-		return nil, fmt.Errorf("--id %q: use lowercase letters, digits and '-' (e.g. my-service)", opt.ID)
+		return nil, optionErr(ErrID, "profile id %q: use lowercase letters, digits and '-' (e.g. my-service)", opt.ID)
 	}
 	clusters, err := checkAnalysis(a)
 	if err != nil {

@@ -2,6 +2,7 @@ package synthesize
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -285,8 +286,8 @@ func TestSynthesizeErrors(t *testing.T) {
 		opt  Options
 		want string
 	}{
-		{"no id", inference(), Options{Shape: eightCPUs}, "no profile id: pass --id"},
-		{"bad id", inference(), Options{ID: "My_Service", Shape: eightCPUs}, `--id "My_Service": use lowercase letters`},
+		{"no id", inference(), Options{Shape: eightCPUs}, "no profile id: give one"},
+		{"bad id", inference(), Options{ID: "My_Service", Shape: eightCPUs}, `profile id "My_Service": use lowercase letters`},
 		{"no threads", mkAnalysis(map[int]analyze.Class{1: analyze.ClassSporadic}), Options{ID: "x", Shape: eightCPUs}, "no threads: nothing to group"},
 		{"only kernel threads", mkAnalysis(map[int]analyze.Class{1: analyze.ClassSporadic}, th{tid: 2, tgid: 2, comm: "kthreadd", cluster: 1, kernel: true}),
 			Options{ID: "x", Shape: eightCPUs}, "every thread is a kernel thread"},
@@ -302,8 +303,8 @@ func TestSynthesizeErrors(t *testing.T) {
 			a.Threads[1].Features.CPUShare = math.NaN()
 			return a
 		}(), Options{ID: "x", Shape: eightCPUs}, "cpu_share NaN is not a rate or share"},
-		{"no shape at all", inference(), Options{ID: "x"}, "no machine shape: the analysis' trace did not record its CPU count; pass --snapshot snapshot.json (written by observe) or --shape"},
-		{"shape any", inference(), Options{ID: "x", Shape: &profiles.Shape{}}, "--shape any"},
+		{"no shape at all", inference(), Options{ID: "x"}, "no machine shape: no snapshot, no shape given, and the analysis' trace did not record its CPU count"},
+		{"shape any", inference(), Options{ID: "x", Shape: &profiles.Shape{}}, "shape any"},
 		{"shape against the trace's CPU count", func() *analyze.Analysis {
 			a := inference()
 			a.Trace.NumCPUs = 2
@@ -315,9 +316,14 @@ func TestSynthesizeErrors(t *testing.T) {
 			return a
 		}(), Options{ID: "x", Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}}, `thread 102 ("llama-infer-1") ran on CPU 5, which --shape 2cpu-2c-smt1 does not have`},
 		{"shape against the snapshot", inference(), Options{ID: "x", Shape: &profiles.Shape{Cores: 8}, Snapshot: mkSnapshot(4, 2, [2]int64{}, [2]int64{})},
-			"--shape 8c contradicts the snapshot's topology 8cpu-4c-smt2"},
+			"shape 8c contradicts the snapshot's topology 8cpu-4c-smt2"},
 		{"request above the limit", inference(), Options{ID: "x", RequestMillicores: 3000, Snapshot: mkSnapshot(4, 2, [2]int64{1000, 0}, [2]int64{2000, 250})},
 			"request 3000m (from --request) is above the CPU limit 2250m"},
+	}
+	// The option each error points at, for the command to name its flag.
+	option := map[string]error{
+		"no id": ErrID, "bad id": ErrID, "no shape at all": ErrNoShape, "shape any": ErrShape,
+		"shape against the snapshot": ErrShape, "request above the limit": ErrRequest,
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -327,6 +333,9 @@ func TestSynthesizeErrors(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("error %q, want one line containing %q", err, c.want)
+			}
+			if o := option[c.name]; o != nil && !errors.Is(err, o) {
+				t.Errorf("error %q does not wrap %v", err, o)
 			}
 		})
 	}
@@ -353,6 +362,10 @@ func TestReadAnalysis(t *testing.T) {
 			_, err := ReadAnalysis([]byte(c.data))
 			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("error %v, want one line containing %q", err, c.want)
+			}
+			// Data that is no analysis at all is told apart from a broken one.
+			if notAnalysis := c.name == "empty" || c.name == "no schema" || c.name == "snapshot"; errors.Is(err, ErrNotAnalysis) != notAnalysis {
+				t.Errorf("error %v: errors.Is(ErrNotAnalysis) = %v, want %v", err, !notAnalysis, notAnalysis)
 			}
 		})
 	}
