@@ -47,7 +47,7 @@ func File(path string, opts Options) (*Analysis, error) {
 // trace, not with its length.
 func Trace(r observe.Reader, opts Options) (*Analysis, error) {
 	if len(opts.Pids) > 0 && opts.Process != "" {
-		return nil, errors.New("give --pid or --process, not both")
+		return nil, errors.New("give pids or a process name, not both")
 	}
 	for _, p := range opts.Pids {
 		if p <= 0 {

@@ -310,8 +310,8 @@ func TestApplyRefusesExistingState(t *testing.T) {
 	pl := scheduler.Plan{Profile: prof, Classifier: cl, Cores: scheduler.Allocation{Exclusive: make([][]int, 1)},
 		Threads: func() ([]profiles.Thread, error) { t.Fatal("threads listed"); return nil, nil }}
 	_, err := New(Options{StateFile: state}).Apply(context.Background(), pl)
-	if err == nil || !strings.Contains(err.Error(), "already exists") || !strings.Contains(err.Error(), "--revert") {
-		t.Errorf("error %v, want one saying the state file exists and how to revert it", err)
+	if !errors.Is(err, ErrStateExists) || !strings.Contains(err.Error(), state+" already exists") || !strings.Contains(err.Error(), "revert it first") {
+		t.Errorf("error %v, want ErrStateExists saying the state file exists and to revert it", err)
 	}
 }
 
