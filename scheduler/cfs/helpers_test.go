@@ -19,6 +19,7 @@ import (
 	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
+	"temper.codes/temper-train/scheduler/schedulertest"
 )
 
 // needRoot needs root to change other processes' threads, and fails the
@@ -50,23 +51,15 @@ type proc struct {
 }
 
 // startWorkload starts testdata/workload (13 named threads) and waits for
-// "ready".
+// "ready": schedulertest's workload, its threads by name.
 func startWorkload(t *testing.T) *proc {
 	t.Helper()
-	bin := gcc(t, "../../testdata/workload/workload.c")
-	p := start(t, bin, "--dir", t.TempDir(), "--rate", "500")
-	for p.lines.Scan() {
-		f := strings.Fields(p.lines.Text())
-		if len(f) == 3 && f[0] == "thread" {
-			tid, _ := strconv.Atoi(f[1])
-			p.tids[f[2]] = tid
-		}
-		if f[0] == "ready" {
-			return p
-		}
+	w := schedulertest.StartWorkload(t, schedulertest.WorkloadBinary(t))
+	p := &proc{cmd: w.Cmd, tids: map[string]int{}}
+	for tid, name := range w.Threads {
+		p.tids[name] = tid
 	}
-	t.Fatalf("workload ended before ready: %v", p.lines.Err())
-	return nil
+	return p
 }
 
 // start runs a program with stdout piped; it is stopped (SIGTERM, then
