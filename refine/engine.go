@@ -283,6 +283,20 @@ func (e *engine) fits(n, reserve int) bool {
 	return true
 }
 
+// budgeted is the trials the run will have made at its end as far as it
+// can tell now: the plan, cut to what --max-trials and --max-time leave (the
+// final comparison is inside that budget: fits keeps it there).
+func (e *engine) budgeted() int {
+	n := e.planned
+	if e.cfg.MaxTrials > 0 {
+		n = min(n, e.cfg.MaxTrials)
+	}
+	if pt := e.perTrial(); e.cfg.MaxTime > 0 && pt > 0 {
+		n = min(n, e.trials+int((e.cfg.MaxTime-e.spent)/pt))
+	}
+	return max(n, e.trials)
+}
+
 // perTrial is the mean wall time of a trial (with switch-overs), from the
 // trials run and replayed so far.
 func (e *engine) perTrial() time.Duration {
@@ -767,7 +781,7 @@ func (e *engine) progress() {
 	if e.env.Progress == nil {
 		return
 	}
-	p := Progress{Stage: e.stage, Step: e.step, Trials: e.trials, Planned: max(e.planned, e.trials), Elapsed: time.Since(e.begin),
+	p := Progress{Stage: e.stage, Step: e.step, Trials: e.trials, Planned: e.budgeted(), Elapsed: time.Since(e.begin),
 		PerTrial: e.perTrial(), Accepted: len(e.res.Accepted), Round: e.round}
 	p.ETA = time.Duration(p.Planned-p.Trials) * p.PerTrial
 	e.env.Progress(p)

@@ -256,6 +256,9 @@ func TestPlantedEffectFound(t *testing.T) {
 	}
 	if len(rep.Arms) != 3 || len(rep.Ladder) != 1 || rep.Ladder[0].Delta == nil || !rep.Kept || len(rep.Calibration) != 1 {
 		t.Errorf("report: %d arms, ladder %+v, kept %v, %d calibrations", len(rep.Arms), rep.Ladder, rep.Kept, len(rep.Calibration))
+	} else if lv := rep.Ladder[0]; lv.Cells[0].N != lv.Delta.NBase || lv.Cells[2].N != lv.Delta.NCand {
+		// The cells of the arms in the final comparison hold its trials, as Δ does.
+		t.Errorf("ladder cells n = %d (stock), %d (refined); final comparison n = %d, %d", lv.Cells[0].N, lv.Cells[2].N, lv.Delta.NBase, lv.Delta.NCand)
 	}
 	dir := t.TempDir()
 	if err := report.Write(dir, rep); err != nil {
@@ -335,6 +338,12 @@ func TestReplayIsExact(t *testing.T) {
 	l, err := ledger.Read(env.Ledger.Path())
 	if err != nil {
 		t.Fatal(err)
+	}
+	cut := cfg
+	cut.Defaults()
+	l.Header.Config, _ = json.Marshal(cut)
+	if rep, err := ReportOf(l, ReportInfo{}); err != nil || rep.Duration <= 0 || rep.Trials != 29 {
+		t.Errorf("report of the cut-off run: %v, %d trials in %v (want 29 in > 0s)", err, rep.Trials, rep.Duration)
 	}
 	env2 := env
 	env2.Done = l.Done()

@@ -46,6 +46,13 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 		r.Duration = l.End.Time.Sub(h.Start)
 	} else {
 		r.Stopped = "the run did not finish (cut off; resume it with --resume)"
+		// A run cut off has no end record: its length is up to the last
+		// trial that finished.
+		for _, e := range l.Ends {
+			if d := e.End.Sub(h.Start); d > r.Duration {
+				r.Duration = d
+			}
+		}
 	}
 	for _, n := range l.Notes {
 		r.Notes = append(r.Notes, n.Text)
@@ -58,6 +65,9 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 	}
 	done := l.Done()
 	byArm := map[key][]map[string]float64{}
+	// The final comparison's own trials, so a ladder cell of an arm that
+	// was in it shows the same trials as its Δ, not every stage pooled.
+	finalArm := map[key][]map[string]float64{}
 	seen := map[string]bool{}
 	inputHash := ""
 	for _, s := range l.Starts {
@@ -68,6 +78,9 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 		seen[s.Trial] = true
 		r.Trials++
 		byArm[key{s.Candidate, s.Bg}] = append(byArm[key{s.Candidate, s.Bg}], e.Metrics)
+		if s.Stage == StageFinal {
+			finalArm[key{s.Candidate, s.Bg}] = append(finalArm[key{s.Candidate, s.Bg}], e.Metrics)
+		}
 		if inputHash == "" && s.Stage == StageScreen && s.Arm == "A" {
 			inputHash = s.Candidate
 		}
@@ -111,7 +124,11 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 		lv := report.Level{Bg: bg}
 		for _, hsh := range hashes {
 			vals := map[string][]float64{}
-			for _, m := range byArm[key{hsh, bg}] {
+			trials := finalArm[key{hsh, bg}]
+			if len(trials) == 0 {
+				trials = byArm[key{hsh, bg}]
+			}
+			for _, m := range trials {
 				for _, c := range r.Columns {
 					if v, ok := m[c]; ok {
 						vals[c] = append(vals[c], v)

@@ -49,3 +49,9 @@ scripts/bench-analyze.sh
 # the trials per hour that leaves a 1-second benchmark beside the same
 # figure with no cost of refine's own (the anchor).
 go test -run '^$' -bench 'RefineSwitchover' -benchtime 20x ./cmd/temper-train | grep -E 'Benchmark|NOT RUN' || true
+# The same switch-over on the sched_ext backend, inside make vmtest's VM (this
+# kernel has no sched_ext). Its CPUs are emulated (TCG): the figure shows the
+# switch-over works and its order, not a node's cost.
+{ VMTEST_RUN='^TestVMSwitchover$' VMTEST_E2E=0 scripts/vmtest.sh 2>&1 || true; } |
+	grep -E 'switch-over \(apply|--- (PASS|FAIL): TestVMSwitchover' ||
+	echo "sched_ext switch-over: NOT RUN (the VM test did not report it; make vmtest says why)"

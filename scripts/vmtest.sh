@@ -82,6 +82,7 @@ expected=(
 	go/TestVMYieldNotStarved
 	go/TestVMContextCancelDetaches
 	go/TestVMContract
+	go/TestVMSwitchover
 	e2e/unknown-matcher
 	e2e/apply-enabled
 	e2e/layers

@@ -208,7 +208,7 @@ func (r Report) ladder(w io.Writer) {
 	if len(cols) > 1 {
 		cell += " (" + strings.Join(cols[1:], ", ") + ")"
 	}
-	p("Medians across trials (one trial, one sample), %s per cell.", cell)
+	p("Medians across trials (one trial, one sample), %s per cell; an arm in the final comparison shows that comparison's trials only.", cell)
 	if len(r.Arms) > 1 {
 		p(" Δ is %s of **%s** against **%s**: the Hodges–Lehmann relative shift with its interval, Mann–Whitney p, n per arm.", r.Rule.Metric, r.armName(len(r.Arms)-1), r.armName(0))
 	}

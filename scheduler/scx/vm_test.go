@@ -610,3 +610,35 @@ func TestVMContract(t *testing.T) {
 	needSchedExt(t)
 	schedulertest.TestBackend(t, func(*testing.T) scheduler.Backend { return New() })
 }
+
+// TestVMSwitchover measures refine's switch-over between arms on this
+// backend: a profile put in force through scheduler.Start and stopped, as
+// refine does at every change of arm. The VM's CPUs are emulated (TCG), so
+// the figure shows that it works and its order, not a node's cost; make
+// bench prints it next to the CFS backend's.
+func TestVMSwitchover(t *testing.T) {
+	b := needSchedExt(t)
+	w := startWorkload(t)
+	plan := vmPlan(t, &targets{pids: []int{w.pid}})
+	const n = 5
+	var total time.Duration
+	for i := 0; i < n; i++ {
+		start := time.Now()
+		s, err := scheduler.Start(context.Background(), b, plan, scheduler.Options{})
+		if err != nil {
+			t.Fatalf("switch-over %d: start: %v", i, err)
+		}
+		if got := state(t); got != "enabled" {
+			s.Stop()
+			t.Fatalf("switch-over %d: state %q while in force, want enabled", i, got)
+		}
+		if sum := s.Stop(); sum.RevertErr != nil {
+			t.Fatalf("switch-over %d: stop: %v", i, sum.RevertErr)
+		}
+		total += time.Since(start)
+		if got := state(t); got != "disabled" {
+			t.Fatalf("switch-over %d: state %q after stop, want disabled", i, got)
+		}
+	}
+	t.Logf("switch-over (apply + revert) on sched_ext: %.1f ms mean over %d (TCG-emulated VM: for function only)", float64(total.Microseconds())/1000/n, n)
+}
