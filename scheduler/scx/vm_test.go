@@ -619,7 +619,7 @@ func TestVMContract(t *testing.T) {
 func TestVMSwitchover(t *testing.T) {
 	b := needSchedExt(t)
 	w := startWorkload(t)
-	plan := vmPlan(t, &targets{pids: []int{w.pid}})
+	plan := vmPlan(t, schedulertest.NewTargets(w.Pid))
 	const n = 5
 	var total time.Duration
 	for i := 0; i < n; i++ {
