@@ -38,7 +38,7 @@ var ErrNotAnalysis = errors.New("not an analysis of this version")
 // allowed: adding fields does not change analyze's schema version.
 func ReadAnalysis(data []byte) (*analyze.Analysis, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, &notAnalysis{errors.New("empty file: want an analysis (analyze's JSON)")}
+		return nil, tagged(ErrNotAnalysis, "empty file: want an analysis (analyze's JSON)")
 	}
 	var head struct {
 		Schema *string `json:"schema"`
@@ -48,9 +48,9 @@ func ReadAnalysis(data []byte) (*analyze.Analysis, error) {
 	}
 	switch {
 	case head.Schema == nil:
-		return nil, &notAnalysis{fmt.Errorf("no \"schema\" field: not a temper-train analysis (want %q)", analyze.Schema)}
+		return nil, tagged(ErrNotAnalysis, "no \"schema\" field: not a temper-train analysis (want %q)", analyze.Schema)
 	case *head.Schema != analyze.Schema:
-		return nil, &notAnalysis{fmt.Errorf("schema %q, want %q: analyse the trace again with this version", *head.Schema, analyze.Schema)}
+		return nil, tagged(ErrNotAnalysis, "schema %q, want %q: analyse the trace again with this version", *head.Schema, analyze.Schema)
 	}
 	var a analyze.Analysis
 	if err := json.Unmarshal(data, &a); err != nil {
@@ -58,13 +58,6 @@ func ReadAnalysis(data []byte) (*analyze.Analysis, error) {
 	}
 	return &a, nil
 }
-
-// notAnalysis is an error of ReadAnalysis that wraps ErrNotAnalysis
-// without repeating it in the message.
-type notAnalysis struct{ err error }
-
-func (e *notAnalysis) Error() string   { return e.err.Error() }
-func (e *notAnalysis) Unwrap() []error { return []error{ErrNotAnalysis, e.err} }
 
 // checkAnalysis rejects what synthesize cannot build a profile from, with
 // the thread or cluster named: no threads, threads in clusters the analysis

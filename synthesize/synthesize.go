@@ -75,18 +75,20 @@ var (
 	ErrRequest = errors.New("CPU request")
 )
 
-// optionError is an error about one of the options: its message is err's,
-// and errors.Is finds both the option's sentinel and what err wraps.
-type optionError struct {
-	option error // ErrID, ErrShape, ErrNoShape or ErrRequest
-	err    error
+// taggedError is err tagged with one of the package's sentinels: its
+// message is err's alone, and errors.Is finds both the tag and what err
+// wraps.
+type taggedError struct {
+	tag error // ErrID, ErrShape, ErrNoShape, ErrRequest or ErrNotAnalysis
+	err error
 }
 
-func (e *optionError) Error() string   { return e.err.Error() }
-func (e *optionError) Unwrap() []error { return []error{e.option, e.err} }
+func (e *taggedError) Error() string   { return e.err.Error() }
+func (e *taggedError) Unwrap() []error { return []error{e.tag, e.err} }
 
-func optionErr(option error, format string, a ...any) error {
-	return &optionError{option: option, err: fmt.Errorf(format, a...)}
+// tagged formats an error (%w wraps as in fmt.Errorf) tagged with tag.
+func tagged(tag error, format string, a ...any) error {
+	return &taggedError{tag: tag, err: fmt.Errorf(format, a...)}
 }
 
 // Profile builds the workload profile for an analysis. It fails, with one
@@ -96,10 +98,10 @@ func optionErr(option error, format string, a ...any) error {
 // synthesized for it or that profiles.Lint rejects.
 func Profile(a *analyze.Analysis, opt Options) (*Result, error) {
 	if opt.ID == "" {
-		return nil, optionErr(ErrID, "no profile id: give one of lowercase letters, digits and '-' (e.g. my-service)")
+		return nil, tagged(ErrID, "no profile id: give one of lowercase letters, digits and '-' (e.g. my-service)")
 	}
 	if !idPattern.MatchString(opt.ID) {
-		return nil, optionErr(ErrID, "profile id %q: use lowercase letters, digits and '-' (e.g. my-service)", opt.ID)
+		return nil, tagged(ErrID, "profile id %q: use lowercase letters, digits and '-' (e.g. my-service)", opt.ID)
 	}
 	clusters, err := checkAnalysis(a)
 	if err != nil {
