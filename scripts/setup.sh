@@ -30,6 +30,7 @@ declare -A need=(
 	[zstd]=zstd                    # scripts/vm-kernel.sh --btf: the kernel image's payload
 	[objcopy]=binutils             # ... and its .BTF section
 	[taskset]=util-linux           # observe's SMT-sibling recording test
+	[unshare]=util-linux           # temper-train job's test: the node's mount namespace
 	[/usr/bin/time]=time           # make bench: peak RSS of analyze and perf
 	[dot]=graphviz                 # analyze --dot: the wake graph as SVG (and its tests)
 )

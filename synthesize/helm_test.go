@@ -19,9 +19,9 @@ func helmProfile(t testing.TB, id string, values []byte) string {
 	if err := yaml.Unmarshal(values, &v); err != nil {
 		t.Fatalf("values do not parse as YAML: %v\n%s", err, values)
 	}
-	s, ok := v.Agent.Profiles[HelmKey(id)]
+	s, ok := v.Agent.Profiles[HelmKey(id, "")]
 	if !ok {
-		t.Fatalf("no agent.profiles[%q] in\n%s", HelmKey(id), values)
+		t.Fatalf("no agent.profiles[%q] in\n%s", HelmKey(id, ""), values)
 	}
 	return s
 }

@@ -334,7 +334,7 @@ func TestApplySignals(t *testing.T) {
 		t.Fatalf("apply --revert: %v\n%s", err, out)
 	}
 	t.Logf("apply --revert:\n%s", out)
-	if !strings.Contains(string(out), fmt.Sprintf("note: thread %d (sleep) exited: nothing to restore", sleepPid)) ||
+	if !strings.Contains(string(out), "note: 1 thread(s) had exited, nothing to restore: sleep×1") ||
 		!strings.Contains(string(out), "reverted  "+state) {
 		t.Errorf("apply --revert output lacks the note on the exited sleep or the reverted line:\n%s", out)
 	}

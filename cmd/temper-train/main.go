@@ -69,6 +69,7 @@ scheduling treatment, keyed to the machine shape it was measured on.`,
 	root.AddCommand(newApplyCmd())
 	root.AddCommand(newSynthesizeCmd())
 	root.AddCommand(newRefineCmd(), newTrainCmd())
+	root.AddCommand(newJobCmd(), newProfilesCmd())
 	return root
 }
 

@@ -462,7 +462,7 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 			runErr = fmt.Errorf("%w; everything reverted; the ledger %s keeps every trial so far", runErr, lw.Path())
 		}
 		// The report of what was measured, even of a run cut short.
-		if err := writeReport(dir, lw.Path(), openLoop); err != nil {
+		if err := writeReport(dir, lw.Path(), openLoop, prof); err != nil {
 			note(err.Error())
 		}
 		return run, flatErr(runErr)
@@ -478,7 +478,7 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 	if err := lw.Append(endRec); err != nil {
 		return run, err
 	}
-	if err := writeReport(dir, lw.Path(), openLoop); err != nil {
+	if err := writeReport(dir, lw.Path(), openLoop, prof); err != nil {
 		return run, err
 	}
 	printRefineSummary(stdout, res, cfg.Metric, run)
@@ -486,18 +486,30 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 }
 
 // writeReport writes DIR/REPORT.md and its pictures from the ledger.
-func writeReport(dir, ledgerPath string, openLoop bool) error {
+func writeReport(dir, ledgerPath string, openLoop bool, prof *profiles.Profile) error {
 	l, err := ledger.Read(ledgerPath)
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	r, err := refine.ReportOf(l, refine.ReportInfo{OpenLoop: openLoop, Caveats: []string{
-		"one machine, one run of each trial sequence; other load on the machine during the run is not isolated",
-	}})
+	caveats := []string{"one machine, one run of each trial sequence; other load on the machine during the run is not isolated"}
+	if ownsCores(prof) {
+		caveats = append(caveats, "the benchmark client ran on this machine, outside the workload: while a profile owned whole cores, the client shared the remaining CPUs with the background spinners, so the client's own slowdown is in that arm's numbers (on a node the client is elsewhere)")
+	}
+	r, err := refine.ReportOf(l, refine.ReportInfo{OpenLoop: openLoop, Caveats: caveats})
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	return report.Write(dir, r)
+}
+
+// ownsCores says whether a profile gives some group whole cores of its own.
+func ownsCores(p *profiles.Profile) bool {
+	for _, g := range p.ThreadGroups {
+		if g.Treatment == profiles.Exclusive {
+			return true
+		}
+	}
+	return false
 }
 
 func cmp(err, def error) error {

@@ -195,7 +195,7 @@ func runSynthesize(cmd *cobra.Command, f synthesizeFlags, a []string) error {
 	path := r.Path(f.out)
 	helmSource := path
 	if f.out == "-" {
-		path, helmSource = "", "./"+synthesize.HelmKey(f.id)
+		path, helmSource = "", "./"+synthesize.HelmKey(f.id, "")
 	}
 	for i := range exports {
 		e := &exports[i]

@@ -9,16 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"temper.codes/temper-train/internal/kube"
 	"temper.codes/temper-train/observe/snapshot"
 )
 
@@ -31,99 +27,6 @@ func splitPodName(s string) (namespace, name string, err error) {
 	return namespace, name, nil
 }
 
-// kubeSource says where the API server credentials come from: a kubeconfig
-// (one path, or the list in $KUBECONFIG), or the in-cluster service account.
-type kubeSource struct {
-	kubeconfigs []string // empty for in-cluster
-	inCluster   bool
-}
-
-func (s kubeSource) String() string {
-	if s.inCluster {
-		return "the in-cluster service account"
-	}
-	return "kubeconfig " + strings.Join(s.kubeconfigs, string(filepath.ListSeparator))
-}
-
-// chooseKubeSource picks the credentials the way kubectl would, plus the
-// in-cluster fallback: the explicit kubeconfig, else $KUBECONFIG (a list of
-// paths), else ~/.kube/config if it exists, else the pod's service account
-// when KUBERNETES_SERVICE_HOST is set. getenv and exists are os.Getenv and a
-// file-exists check outside tests.
-func chooseKubeSource(explicit string, getenv func(string) string, home string, exists func(string) bool) (kubeSource, error) {
-	if explicit != "" {
-		return kubeSource{kubeconfigs: []string{explicit}}, nil
-	}
-	if env := getenv("KUBECONFIG"); env != "" {
-		var paths []string
-		for _, p := range filepath.SplitList(env) {
-			if p != "" {
-				paths = append(paths, p)
-			}
-		}
-		if len(paths) > 0 {
-			return kubeSource{kubeconfigs: paths}, nil
-		}
-	}
-	if home != "" {
-		if p := filepath.Join(home, ".kube", "config"); exists(p) {
-			return kubeSource{kubeconfigs: []string{p}}, nil
-		}
-	}
-	if getenv("KUBERNETES_SERVICE_HOST") != "" {
-		return kubeSource{inCluster: true}, nil
-	}
-	return kubeSource{}, newError(ErrNotFound, nil, "no Kubernetes credentials: pass a kubeconfig, set KUBECONFIG, create ~/.kube/config, or run in a pod with a service account")
-}
-
-// restConfig loads the client configuration from src.
-func restConfig(src kubeSource) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if src.inCluster {
-		cfg, err = rest.InClusterConfig()
-	} else {
-		rules := &clientcmd.ClientConfigLoadingRules{Precedence: src.kubeconfigs}
-		if len(src.kubeconfigs) == 1 {
-			// An explicit path must exist; Precedence entries may be missing.
-			rules = &clientcmd.ClientConfigLoadingRules{ExplicitPath: src.kubeconfigs[0]}
-		}
-		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("load Kubernetes client configuration from %s: %w", src, err)
-	}
-	cfg.UserAgent = "temper-train"
-	if cfg.Timeout == 0 {
-		// A per-request bound for callers whose ctx has none: an API
-		// server that does not answer must not hang the trace's start.
-		cfg.Timeout = 30 * time.Second
-	}
-	return cfg, nil
-}
-
-// coreV1Client returns a REST client for the core/v1 API. The generated
-// clientset (k8s.io/client-go/kubernetes) would make the same requests, but
-// linking it registers every Kubernetes API group in its scheme at init and
-// pulls in the discovery client's OpenAPI models: ~10 ms on every start of
-// the binary, which mostly never resolves a pod. The scheme here is built on
-// use and holds core/v1 only; registering it also adds the meta types
-// (Status, the option types) to v1, which lets the client decode the API
-// server's Status responses into *apierrors.StatusError as the clientset
-// does.
-func coreV1Client(cfg *rest.Config) (*rest.RESTClient, error) {
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	c := *cfg
-	gv := corev1.SchemeGroupVersion
-	c.GroupVersion = &gv
-	c.APIPath = "/api"
-	c.NegotiatedSerializer = rest.CodecFactoryForGeneratedClient(scheme, serializer.NewCodecFactory(scheme)).WithoutConversion()
-	return rest.RESTClientFor(&c)
-}
-
 // resolvePod makes a pod target: it reads the pod from the API server, checks
 // that it runs on this node, and finds its (or its container's) cgroup here.
 func resolvePod(ctx context.Context, spec Spec) (*Target, error) {
@@ -131,19 +34,15 @@ func resolvePod(ctx context.Context, spec Spec) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	home, _ := os.UserHomeDir()
-	src, err := chooseKubeSource(spec.Kubeconfig, os.Getenv, home, func(p string) bool {
-		_, err := os.Stat(p)
-		return err == nil
-	})
+	src, err := kube.DefaultSource(spec.Kubeconfig)
+	if err != nil {
+		return nil, newError(ErrNotFound, nil, err.Error())
+	}
+	cfg, err := kube.Config(src)
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := restConfig(src)
-	if err != nil {
-		return nil, err
-	}
-	client, err := coreV1Client(cfg)
+	client, err := kube.Client(cfg, corev1.SchemeGroupVersion, corev1.AddToScheme)
 	if err != nil {
 		return nil, fmt.Errorf("Kubernetes client for %s: %w", src, err)
 	}
@@ -221,7 +120,7 @@ func resolvePod(ctx context.Context, spec Spec) (*Target, error) {
 
 // podGetError turns a failed GET of the pod into an error that says what to
 // check.
-func podGetError(namespace, name, host string, src kubeSource, err error) error {
+func podGetError(namespace, name, host string, src kube.Source, err error) error {
 	switch {
 	case apierrors.IsNotFound(err):
 		return newError(ErrNotFound, err, fmt.Sprintf("pod %s/%s not found (API server %s; check the namespace and name with kubectl get pods -n %s)", namespace, name, host, namespace))

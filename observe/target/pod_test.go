@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"temper.codes/temper-train/internal/kubetest"
 	"temper.codes/temper-train/observe/snapshot"
 )
 
@@ -62,10 +63,10 @@ type testPod struct {
 }
 
 // newNamespace creates a namespace for one test.
-func newNamespace(t *testing.T, api *apiServer) string {
+func newNamespace(t *testing.T, api *kubetest.Server) string {
 	t.Helper()
 	ns := "target-test-" + randomHex(4)
-	_, err := api.client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	_, err := api.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
@@ -75,7 +76,7 @@ func newNamespace(t *testing.T, api *apiServer) string {
 // createPod creates a pod with containers app and sidecar on node (none
 // if ""), with the resources of class qos, and, if started, sets its
 // status as a kubelet would: Running with container ids.
-func createPod(t *testing.T, api *apiServer, ns, name, node string, qos corev1.PodQOSClass, started bool) testPod {
+func createPod(t *testing.T, api *kubetest.Server, ns, name, node string, qos corev1.PodQOSClass, started bool) testPod {
 	t.Helper()
 	ctx := context.Background()
 	res := podResources[qos]
@@ -94,7 +95,7 @@ func createPod(t *testing.T, api *apiServer, ns, name, node string, qos corev1.P
 			},
 		},
 	}
-	pod, err := api.client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	pod, err := api.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create pod %s/%s: %v", ns, name, err)
 	}
@@ -120,7 +121,7 @@ func createPod(t *testing.T, api *apiServer, ns, name, node string, qos corev1.P
 		status(pod.Spec.Containers[0], tp.appID),
 		status(pod.Spec.Containers[1], tp.sidecarID),
 	}
-	if tp.pod, err = api.client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+	if tp.pod, err = api.Client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 		t.Fatalf("update status of pod %s/%s: %v", ns, name, err)
 	}
 	return tp
@@ -222,7 +223,7 @@ func TestResolvePod(t *testing.T) {
 						tgt, err := Resolve(context.Background(), Spec{
 							Pod:         tp.nameSlash,
 							Container:   tc.container,
-							Kubeconfig:  api.adminKubeconfig,
+							Kubeconfig:  api.AdminKubeconfig,
 							NodeName:    testNode,
 							CgroupRoots: nonEmpty(roots.v2, roots.v1),
 						})
@@ -294,7 +295,7 @@ func TestResolvePodMirroredHierarchies(t *testing.T) {
 	mkCgroup(t, filepath.Join(podDir(v2root, "systemd", tp.pod, corev1.PodQOSBurstable), "cri-containerd-"+tp.appID+".scope"))
 	v1 := mkCgroup(t, filepath.Join(podDir(v1root, "systemd", tp.pod, corev1.PodQOSBurstable), "cri-containerd-"+tp.appID+".scope"))
 	p := startSleep(t, v1)
-	tgt, err := Resolve(context.Background(), Spec{Pod: tp.nameSlash, Container: "app", Kubeconfig: api.adminKubeconfig, NodeName: testNode, CgroupRoots: []string{v2root, v1root}})
+	tgt, err := Resolve(context.Background(), Spec{Pod: tp.nameSlash, Container: "app", Kubeconfig: api.AdminKubeconfig, NodeName: testNode, CgroupRoots: []string{v2root, v1root}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,14 +357,14 @@ func TestResolvePodErrors(t *testing.T) {
 			errHas: []string{"container sidecar of pod " + empty.nameSlash, empty.sidecarID, emptyDir}},
 		{name: "empty pod cgroup", pod: empty.nameSlash, errIs: ErrNothingMatched, errHas: []string{emptyDir, "nothing matched"}},
 		{name: "empty container cgroup", pod: empty.nameSlash, container: "app", errIs: ErrNothingMatched, errHas: []string{filepath.Join(emptyDir, empty.appID)}},
-		{name: "forbidden", pod: noCgroup.nameSlash, kubeconfig: api.nobodyKubeconfig, errIs: ErrForbidden,
-			errHas: []string{`verb "get" on resource "pods" in namespace ` + ns, "RBAC", `User "nobody"`, api.nobodyKubeconfig}},
-		{name: "unauthorized", pod: noCgroup.nameSlash, kubeconfig: api.badKubeconfig, errIs: ErrUnauthorized, errHas: []string{"rejected the credentials", api.badKubeconfig}},
+		{name: "forbidden", pod: noCgroup.nameSlash, kubeconfig: api.NobodyKubeconfig, errIs: ErrForbidden,
+			errHas: []string{`verb "get" on resource "pods" in namespace ` + ns, "RBAC", `User "nobody"`, api.NobodyKubeconfig}},
+		{name: "unauthorized", pod: noCgroup.nameSlash, kubeconfig: api.BadKubeconfig, errIs: ErrUnauthorized, errHas: []string{"rejected the credentials", api.BadKubeconfig}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := Spec{Pod: tc.pod, Container: tc.container, Kubeconfig: tc.kubeconfig, NodeName: tc.node, CgroupRoots: cgroupRoots}
 			if spec.Kubeconfig == "" {
-				spec.Kubeconfig = api.adminKubeconfig
+				spec.Kubeconfig = api.AdminKubeconfig
 			}
 			switch spec.NodeName {
 			case "":
@@ -396,7 +397,7 @@ func TestResolvePodCredentials(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(home, ".kube"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(api.adminKubeconfig)
+	b, err := os.ReadFile(api.AdminKubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,8 +407,8 @@ func TestResolvePodCredentials(t *testing.T) {
 	for _, tc := range []struct {
 		name, kubeconfigEnv, home string
 	}{
-		{"KUBECONFIG", api.adminKubeconfig, t.TempDir()},
-		{"KUBECONFIG list", filepath.Join(t.TempDir(), "missing") + string(filepath.ListSeparator) + api.adminKubeconfig, t.TempDir()},
+		{"KUBECONFIG", api.AdminKubeconfig, t.TempDir()},
+		{"KUBECONFIG list", filepath.Join(t.TempDir(), "missing") + string(filepath.ListSeparator) + api.AdminKubeconfig, t.TempDir()},
 		{"~/.kube/config", "", home},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -48,46 +48,6 @@ func TestComputeQOS(t *testing.T) {
 	}
 }
 
-func TestChooseKubeSource(t *testing.T) {
-	env := func(kv ...string) func(string) string {
-		return func(k string) string {
-			for i := 0; i < len(kv); i += 2 {
-				if kv[i] == k {
-					return kv[i+1]
-				}
-			}
-			return ""
-		}
-	}
-	homeConfig := filepath.Join("/home/u", ".kube", "config")
-	exists := func(p string) bool { return p == homeConfig }
-	for _, tc := range []struct {
-		name     string
-		explicit string
-		getenv   func(string) string
-		home     string
-		want     kubeSource
-		wantErr  bool
-	}{
-		{name: "explicit wins", explicit: "/k", getenv: env("KUBECONFIG", "/e", "KUBERNETES_SERVICE_HOST", "10.0.0.1"), home: "/home/u", want: kubeSource{kubeconfigs: []string{"/k"}}},
-		{name: "KUBECONFIG list", getenv: env("KUBECONFIG", "/a::/b"), home: "/home/u", want: kubeSource{kubeconfigs: []string{"/a", "/b"}}},
-		{name: "home config", getenv: env("KUBERNETES_SERVICE_HOST", "10.0.0.1"), home: "/home/u", want: kubeSource{kubeconfigs: []string{homeConfig}}},
-		{name: "in cluster", getenv: env("KUBERNETES_SERVICE_HOST", "10.0.0.1"), home: "/home/nobody", want: kubeSource{inCluster: true}},
-		{name: "nothing", getenv: env(), home: "", wantErr: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := chooseKubeSource(tc.explicit, tc.getenv, tc.home, exists)
-			if tc.wantErr {
-				checkErr(t, err, ErrNotFound, "no Kubernetes credentials")
-				return
-			}
-			if err != nil || got.inCluster != tc.want.inCluster || !slices.Equal(got.kubeconfigs, tc.want.kubeconfigs) {
-				t.Errorf("chooseKubeSource = %+v, %v; want %+v", got, err, tc.want)
-			}
-		})
-	}
-}
-
 // TestFindContainerCgroups covers runtimes' naming beyond the ones the pod
 // test creates, in plain directories.
 func TestFindContainerCgroups(t *testing.T) {

@@ -3,8 +3,10 @@ package cfs
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -537,14 +539,23 @@ func (a *applied) Revert() error {
 	}
 	slices.SortFunc(todo, func(x, y *thread) int { return x.Tid - y.Tid })
 	var errs []error
+	// Threads that exited are common (a server's per-connection workers):
+	// one note for all of them, not one line each.
+	gone := map[string]int{}
 	for _, th := range todo {
-		err := revertRecord(th.Record, a.note)
+		exited, err := revertRecord(th.Record, a.note)
+		if exited {
+			gone[th.Comm]++
+		}
 		if err != nil {
 			errs = append(errs, err)
 			a.failed[th.Tid] = th
 		} else {
 			delete(a.failed, th.Tid)
 		}
+	}
+	if len(gone) > 0 {
+		a.note(exitedNote(gone))
 	}
 	failed, err := restoreCpusets(a.narrowed, a.note)
 	a.narrowed = failed
@@ -561,26 +572,36 @@ func (a *applied) Revert() error {
 	return errors.Join(errs...)
 }
 
-// revertRecord restores one recorded thread if it is still the same thread.
-func revertRecord(r Record, note func(string)) error {
+// revertRecord restores one recorded thread if it is still the same
+// thread; exited says it is gone (nothing to restore).
+func revertRecord(r Record, note func(string)) (exited bool, err error) {
 	start, err := scheduler.TaskStartTime(r.Tid)
 	if errors.Is(err, scheduler.ErrThreadGone) {
-		note(fmt.Sprintf("thread %d (%s) exited: nothing to restore", r.Tid, r.Comm))
-		return nil
+		return true, nil
 	}
 	if err != nil {
-		return fmt.Errorf("revert thread %d (%s): %w", r.Tid, r.Comm, err)
+		return false, fmt.Errorf("revert thread %d (%s): %w", r.Tid, r.Comm, err)
 	}
 	if start != r.Start {
 		note(fmt.Sprintf("thread %d (%s) exited and its tid now belongs to another thread (started at tick %d, not %d): not touched", r.Tid, r.Comm, start, r.Start))
-		return nil
+		return false, nil
 	}
 	if err := restore(r.Tid, r.Original, r.Changed); err != nil {
 		if errors.Is(err, scheduler.ErrThreadGone) {
-			note(fmt.Sprintf("thread %d (%s) exited: nothing to restore", r.Tid, r.Comm))
-			return nil
+			return true, nil
 		}
-		return fmt.Errorf("revert thread %d (%s) %s: %w", r.Tid, r.Comm, r.Changed, err)
+		return false, fmt.Errorf("revert thread %d (%s) %s: %w", r.Tid, r.Comm, r.Changed, err)
 	}
-	return nil
+	return false, nil
+}
+
+// exitedNote says which threads had exited before the revert, by comm.
+func exitedNote(gone map[string]int) string {
+	n := 0
+	var parts []string
+	for _, comm := range slices.Sorted(maps.Keys(gone)) {
+		n += gone[comm]
+		parts = append(parts, fmt.Sprintf("%s×%d", comm, gone[comm]))
+	}
+	return fmt.Sprintf("%d thread(s) had exited, nothing to restore: %s", n, strings.Join(parts, " "))
 }

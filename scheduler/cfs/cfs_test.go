@@ -356,7 +356,7 @@ func TestRevertFile(t *testing.T) {
 	if got := readKernel(t, reused); got != reusedBefore {
 		t.Errorf("reused tid was touched: %v, want %v", got, reusedBefore)
 	}
-	for _, want := range []string{"thread " + itoa(exited) + " (gone) exited", "thread " + itoa(reused) + " (sleep) exited and its tid now belongs to another thread"} {
+	for _, want := range []string{"1 thread(s) had exited, nothing to restore: gone×1", "thread " + itoa(reused) + " (sleep) exited and its tid now belongs to another thread"} {
 		if !strings.Contains(notes.String(), want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}

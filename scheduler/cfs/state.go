@@ -148,11 +148,19 @@ func RevertFile(path string, note func(string)) error {
 	}
 	var errs []error
 	var left []Record
+	gone := map[string]int{}
 	for _, r := range st.Threads {
-		if err := revertRecord(r, note); err != nil {
+		exited, err := revertRecord(r, note)
+		if exited {
+			gone[r.Comm]++
+		}
+		if err != nil {
 			errs = append(errs, err)
 			left = append(left, r)
 		}
+	}
+	if len(gone) > 0 {
+		note(exitedNote(gone))
 	}
 	leftSets, err := restoreCpusets(st.Cpusets, note)
 	if err != nil {
