@@ -28,9 +28,9 @@ type Options struct {
 // ErrNoEvents is returned for a trace without scheduling events.
 var ErrNoEvents = errors.New("the trace has no scheduling events")
 
-// AnalyzeFile opens a trace (Perfetto or ftrace text, optionally gzipped)
+// File opens a trace (Perfetto or ftrace text, optionally gzipped)
 // and analyses it.
-func AnalyzeFile(path string, opts Options) (*Analysis, error) {
+func File(path string, opts Options) (*Analysis, error) {
 	r, err := observe.Open(path)
 	if err != nil {
 		return nil, err
@@ -39,15 +39,15 @@ func AnalyzeFile(path string, opts Options) (*Analysis, error) {
 	if opts.Path == "" {
 		opts.Path = path
 	}
-	return Analyze(r, opts)
+	return Trace(r, opts)
 }
 
-// Analyze reads the whole trace from r and analyses the target's threads.
+// Trace reads the whole trace from r and analyses the target's threads.
 // Memory grows with the number of threads and distinct wake pairs in the
 // trace, not with its length.
-func Analyze(r observe.Reader, opts Options) (*Analysis, error) {
+func Trace(r observe.Reader, opts Options) (*Analysis, error) {
 	if len(opts.Pids) > 0 && opts.Process != "" {
-		return nil, errors.New("give --pid or --process, not both")
+		return nil, errors.New("give pids or a process name, not both")
 	}
 	for _, p := range opts.Pids {
 		if p <= 0 {

@@ -79,7 +79,7 @@ func BenchmarkAnalyze(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				a, err := Analyze(r, Options{Path: "bench"})
+				a, err := Trace(r, Options{Path: "bench"})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -99,7 +99,7 @@ func BenchmarkAnalyzeEvents(b *testing.B) {
 	b.ReportAllocs()
 	m := startMeter(b)
 	for b.Loop() {
-		if _, err := Analyze(&sliceReader{evs: evs}, Options{Path: "bench"}); err != nil {
+		if _, err := Trace(&sliceReader{evs: evs}, Options{Path: "bench"}); err != nil {
 			b.Fatal(err)
 		}
 		m.ops++
@@ -186,7 +186,7 @@ func BenchmarkAnalyzeMemory(b *testing.B) {
 				}
 				runtime.GC()
 				hr := &heapReader{Reader: r}
-				if _, err := Analyze(hr, Options{Path: "stream"}); err != nil {
+				if _, err := Trace(hr, Options{Path: "stream"}); err != nil {
 					b.Fatal(err)
 				}
 				peak = max(peak, hr.peak)

@@ -7,17 +7,27 @@ import (
 	"time"
 )
 
+// Class is a thread class: what a thread's behaviour says it is, and what
+// synthesize gives a treatment to. Its value is the name in the JSON and
+// the report.
+type Class string
+
 // The four thread classes a profile gives treatments to.
 const (
-	ClassSyncCompute     = "sync_compute"
-	ClassLatencyCritical = "latency_critical"
-	ClassIOWakeChain     = "io_wake_chain"
-	ClassSporadic        = "sporadic"
+	ClassSyncCompute     Class = "sync_compute"
+	ClassLatencyCritical Class = "latency_critical"
+	ClassIOWakeChain     Class = "io_wake_chain"
+	ClassSporadic        Class = "sporadic"
 )
 
 // Classes lists the classes in the order scores are compared; on an exact
 // tie the earlier wins.
-var Classes = []string{ClassSyncCompute, ClassLatencyCritical, ClassIOWakeChain, ClassSporadic}
+func Classes() []Class {
+	return []Class{ClassSyncCompute, ClassLatencyCritical, ClassIOWakeChain, ClassSporadic}
+}
+
+// Valid reports whether c is one of the four classes.
+func (c Class) Valid() bool { return slices.Contains(Classes(), c) }
 
 // Classification is behavioural only: no rule looks at a name. Each class
 // has a membership score in [0, 1] built from ramps — linear between two
@@ -60,7 +70,9 @@ var Classes = []string{ClassSyncCompute, ClassLatencyCritical, ClassIOWakeChain,
 // latency-critical too (a periodic real-time loop); otherwise it is
 // housekeeping — sporadic however often it ticks.
 //
-// Confidence is the winning score over the sum of the four.
+// A cluster's confidence is the winning score's share of the four, shrunk
+// toward 1/4 (the share when nothing tells the classes apart) by how little
+// was seen: see confidence.
 const (
 	presRateLo, presRateHi = 3.0, 30.0
 	presCPULo, presCPUHi   = 0.0002, 0.002
@@ -101,12 +113,13 @@ func (s Scores) values() []float64 {
 }
 
 // of returns the score of one class.
-func (s Scores) of(class string) float64 {
-	return s.values()[slices.Index(Classes, class)]
+func (s Scores) of(class Class) float64 {
+	return s.values()[slices.Index(Classes(), class)]
 }
 
-// best returns the winning class and its confidence.
-func (s Scores) best() (string, float64) {
+// best returns the winning class and its share of the sum of the scores
+// (0 when every score is 0).
+func (s Scores) best() (Class, float64) {
 	v := s.values()
 	bi, sum := 0, 0.0
 	for i, x := range v {
@@ -118,7 +131,23 @@ func (s Scores) best() (string, float64) {
 	if sum == 0 {
 		return ClassSporadic, 0
 	}
-	return Classes[bi], round3(v[bi] / sum)
+	return Classes()[bi], v[bi] / sum
+}
+
+// confidencePrior is the weight, in runs, of the guess that knows nothing
+// (every class equally likely). A cluster's features are medians and shares
+// over its members' runs: with a few dozen runs they move a class's score
+// by chance, so a cluster seen running this many times is only halfway
+// from 1/4 to its score share; one seen thousands of times keeps its share
+// to within a percent.
+const confidencePrior = 30
+
+// confidence is the winning class's score share (best) shrunk toward 1/4
+// by the runs behind it: (runs·share + prior/4) / (runs + prior). A cluster
+// whose threads never ran has confidence 1/4 however decisive its scores.
+func confidence(share float64, runs int64) float64 {
+	n := float64(runs)
+	return round3((n*share + confidencePrior/float64(len(Classes()))) / (n + confidencePrior))
 }
 
 // classifyClusters sets each cluster's class from the mean of its members'
@@ -145,8 +174,10 @@ func classifyClusters(clusters []Cluster, threads []Thread) {
 		n := float64(len(members))
 		c.Scores = Scores{SyncCompute: round3(sum[0] / n), LatencyCritical: round3(sum[1] / n),
 			IOWakeChain: round3(sum[2] / n), Sporadic: round3(sum[3] / n)}
-		c.Class, c.Confidence = c.Scores.best()
+		var share float64
+		c.Class, share = c.Scores.best()
 		c.Evidence = evidenceOf(members)
+		c.Confidence = confidence(share, c.Evidence.Runs)
 		c.Reason = reasonFor(c.Class, c.Evidence)
 		for _, t := range members {
 			t.Class = c.Class
@@ -201,7 +232,7 @@ func evidenceOf(members []*Thread) Evidence {
 }
 
 // reasonFor says in one sentence which numbers decided the class.
-func reasonFor(class string, e Evidence) string {
+func reasonFor(class Class, e Evidence) string {
 	n := "median of " + plural(e.Threads, "thread")
 	switch class {
 	case ClassSyncCompute:

@@ -11,7 +11,7 @@ func TestScoreThread(t *testing.T) {
 		name     string
 		f        Features
 		neverRan bool
-		want     string
+		want     Class
 	}{
 		{"intra-op pool member: 2 ms runs, 40% CPU, barrier peers", Features{CPUShare: 0.4, RunTimeP50: 2 * ms, Run: run(3 * ms),
 			WakeRate: 180, Peer: 0.5, External: 0.5, Source: 0.5}, false, ClassSyncCompute},
@@ -62,6 +62,37 @@ func TestRamps(t *testing.T) {
 		t.Error("rampLog")
 	}
 	if c, conf := (Scores{}).best(); c != ClassSporadic || conf != 0 {
-		t.Error("all-zero scores should be sporadic with confidence 0")
+		t.Error("all-zero scores should be sporadic with score share 0")
+	}
+}
+
+// TestConfidence: a cluster's confidence is its score share only when many
+// runs back it; with none it says nothing (1/4, as if every class were
+// equally likely), and it grows with the runs, never past the share.
+func TestConfidence(t *testing.T) {
+	cases := []struct {
+		share float64
+		runs  int64
+		want  float64
+	}{
+		{1, 0, 0.25},       // never ran: no evidence
+		{0.6, 0, 0.25},     //
+		{1, 30, 0.625},     // as many runs as the prior: halfway
+		{0.25, 500, 0.25},  // a share of 1/4 stays 1/4
+		{0.9, 3000, 0.894}, // thousands of runs: within a percent of the share
+		{0, 30, 0.125},     // no class scored: towards 0
+	}
+	for _, c := range cases {
+		if got := confidence(c.share, c.runs); got != c.want {
+			t.Errorf("confidence(%v, %d runs) = %v, want %v", c.share, c.runs, got, c.want)
+		}
+	}
+	prev := 0.0
+	for _, runs := range []int64{0, 1, 10, 100, 1000, 100000} {
+		got := confidence(0.8, runs)
+		if got < prev || got > 0.8 {
+			t.Errorf("confidence(0.8, %d runs) = %v: want growing with runs, at most the share 0.8 (previous %v)", runs, got, prev)
+		}
+		prev = got
 	}
 }

@@ -210,7 +210,7 @@ func reconcileClusters(clusters []Cluster, threads []Thread) ([]Cluster, bool) {
 		raw[i] = threads[i].Cluster - 1
 	}
 	k := len(clusters)
-	fresh := map[string]int{} // new raw cluster per class
+	fresh := map[Class]int{} // new raw cluster per class
 	moved := false
 	for i := range threads {
 		t := &threads[i]

@@ -10,7 +10,7 @@ import (
 )
 
 // classColors fill thread nodes by their cluster's class.
-var classColors = map[string]string{
+var classColors = map[Class]string{
 	ClassSyncCompute:     "#f4a582",
 	ClassLatencyCritical: "#92c5de",
 	ClassIOWakeChain:     "#b8e186",

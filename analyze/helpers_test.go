@@ -80,7 +80,7 @@ func (b *trace) analyze(t *testing.T, opts Options) *Analysis {
 	if opts.Path == "" {
 		opts.Path = t.Name()
 	}
-	a, err := Analyze(b.reader(), opts)
+	a, err := Trace(b.reader(), opts)
 	if err != nil {
 		t.Fatalf("Analyze: %v", err)
 	}

@@ -170,8 +170,8 @@ type Thread struct {
 	Cmdline   string     `json:"cmdline,omitempty"` // its process's command line, from the snapshot
 	Family    string     `json:"family"`
 	Cluster   int        `json:"cluster"`
-	Class     string     `json:"class"` // the cluster's class
-	OwnClass  string     `json:"own_class"`
+	Class     Class      `json:"class"` // the cluster's class
+	OwnClass  Class      `json:"own_class"`
 	Scores    Scores     `json:"own_scores"`
 	Features  Features   `json:"features"`
 	LatCrit   LatCrit    `json:"latency_criticality"`
@@ -253,8 +253,8 @@ type Evidence struct {
 // Cluster is a group of threads with similar behaviour, and its class.
 type Cluster struct {
 	ID         int           `json:"id"`
-	Class      string        `json:"class"`
-	Confidence float64       `json:"confidence"` // winning score / sum of scores
+	Class      Class         `json:"class"`
+	Confidence float64       `json:"confidence"` // winning score / sum of scores, shrunk toward 1/4 with few runs
 	Scores     Scores        `json:"scores"`     // mean of the members' scores
 	Evidence   Evidence      `json:"evidence"`
 	Reason     string        `json:"reason"`

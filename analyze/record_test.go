@@ -82,7 +82,7 @@ func TestRecordAndAnalyze(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := AnalyzeFile(tracePath, Options{Snapshot: loaded})
+	a, err := File(tracePath, Options{Snapshot: loaded})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,15 +25,15 @@ const serversDir = "../testdata/traces/servers"
 
 // Class sets the roles allow.
 var (
-	serving    = []string{ClassLatencyCritical}
-	background = []string{ClassSporadic}
+	serving    = []Class{ClassLatencyCritical}
+	background = []Class{ClassSporadic}
 	// Background threads that do I/O or are woken by the workload: which
 	// of the two they look like depends on how much work the window gave
 	// them (a WAL writer with little to flush is sporadic).
-	ioOrIdle = []string{ClassIOWakeChain, ClassSporadic}
+	ioOrIdle = []Class{ClassIOWakeChain, ClassSporadic}
 	// A thread the workload wakes to do its I/O, and whose documented role
 	// says it does that work throughout the window.
-	ioChain = []string{ClassIOWakeChain}
+	ioChain = []Class{ClassIOWakeChain}
 )
 
 // serverCase is one committed trace and how its threads' roles are known.
@@ -44,7 +44,7 @@ type serverCase struct {
 	// and the trace's end).
 	role func(t *Thread, roles map[int32]string, snap *snapshot.Snapshot) string
 	// want lists the classes each role allows.
-	want map[string][]string
+	want map[string][]Class
 	// serving is the number of request-serving threads the load tool drives.
 	serving int
 	// unknownMax bounds the threads without a role.
@@ -71,7 +71,7 @@ var serverCases = []serverCase{
 			}
 			return r
 		},
-		want: map[string][]string{
+		want: map[string][]Class{
 			"thread/sql/one_connection":             serving,
 			"one_connection (opened in the window)": background,
 			"thread/innodb/thread_pool_thread":      ioOrIdle,
@@ -96,7 +96,7 @@ var serverCases = []serverCase{
 		// Launchers and the postmaster wait for rare events.
 		name: "postgres",
 		role: postgresRole,
-		want: map[string][]string{
+		want: map[string][]Class{
 			"client backend":               serving,
 			"walwriter":                    ioOrIdle,
 			"checkpointer":                 ioOrIdle,
@@ -117,7 +117,7 @@ var serverCases = []serverCase{
 		// nothing else.
 		name: "postgres-async",
 		role: postgresRole,
-		want: map[string][]string{
+		want: map[string][]Class{
 			"client backend":               serving,
 			"walwriter":                    ioChain,
 			"checkpointer":                 ioOrIdle,
@@ -144,7 +144,7 @@ var serverCases = []serverCase{
 			}
 			return t.Comm
 		},
-		want: map[string][]string{
+		want: map[string][]Class{
 			"redis-server":    serving,
 			"bio_aof_fsync":   ioOrIdle,
 			"bio_close_file":  ioOrIdle,
@@ -164,7 +164,7 @@ var serverCases = []serverCase{
 		// anyone: housekeeping however often it ticks.
 		name: "memcached",
 		role: func(t *Thread, _ map[int32]string, _ *snapshot.Snapshot) string { return t.Comm },
-		want: map[string][]string{
+		want: map[string][]Class{
 			"mc-worker":      serving,
 			"memcached":      background,
 			"mc-lrumaint":    background,
@@ -278,8 +278,8 @@ func TestServerTracesJSON(t *testing.T) {
 				t.Fatalf("thread %v has no %q", th["tid"], k)
 			}
 		}
-		if !slices.Contains(Classes, th["class"].(string)) {
-			t.Errorf("thread %v: class %q is not one of %v", th["tid"], th["class"], Classes)
+		if !Class(th["class"].(string)).Valid() {
+			t.Errorf("thread %v: class %q is not one of %v", th["tid"], th["class"], Classes())
 		}
 	}
 }
@@ -293,7 +293,7 @@ func analyzeServer(t *testing.T, name string) (*Analysis, *snapshot.Snapshot, ma
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := AnalyzeFile(filepath.Join(dir, "trace.pftrace.gz"), Options{Path: name + "/trace.pftrace.gz", Snapshot: snap})
+	a, err := File(filepath.Join(dir, "trace.pftrace.gz"), Options{Path: name + "/trace.pftrace.gz", Snapshot: snap})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func clusterTable(a *Analysis) *table.Table {
 		e := c.Evidence
 		runs := memberDists(a, c.ID, func(f *Features) Dist { return f.Run })
 		wakes := memberDists(a, c.ID, func(f *Features) Dist { return f.WakeLatency })
-		t.Row(fmt.Sprint(c.ID), c.Class, fmt.Sprintf("%.2f", c.Confidence), fmt.Sprint(len(c.Members)), pct(c.CPUShare),
+		t.Row(fmt.Sprint(c.ID), string(c.Class), fmt.Sprintf("%.2f", c.Confidence), fmt.Sprint(len(c.Members)), pct(c.CPUShare),
 			medianOf(runs, func(d Dist) int64 { return d.P50 }), medianOf(runs, func(d Dist) int64 { return d.P90 }),
 			fmt.Sprint(e.Runs), fmtDur(e.RunTimeP50),
 			fmt.Sprintf("%.1f", e.WakeRate), fmt.Sprint(e.Wakeups), medianOf(wakes, func(d Dist) int64 { return d.P99 }),
@@ -113,10 +113,10 @@ func threadTable(threads []Thread) *table.Table {
 		}
 		own := "-"
 		if th.OwnClass != th.Class {
-			own = th.OwnClass
+			own = string(th.OwnClass)
 		}
 		run, lat := f.Run, f.WakeLatency
-		t.Row(fmt.Sprint(th.Tid), th.Comm, th.Family, fmt.Sprint(th.Cluster), th.Class, own, pct(f.CPUShare),
+		t.Row(fmt.Sprint(th.Tid), th.Comm, th.Family, fmt.Sprint(th.Cluster), string(th.Class), own, pct(f.CPUShare),
 			fmt.Sprint(run.N), durOrDash(run.P50, run.N), durOrDash(run.P90, run.N), durOrDash(run.P99, run.N),
 			fmt.Sprint(f.Wakeups), fmt.Sprintf("%.1f", f.WakeRate),
 			durOrDash(lat.P50, lat.N), durOrDash(lat.P90, lat.N), durOrDash(lat.P99, lat.N),

@@ -97,12 +97,12 @@ func TestTargetErrors(t *testing.T) {
 		{Options{Pids: []int{100}, Process: "app"}, "not both"},
 	}
 	for _, c := range cases {
-		_, err := Analyze(targetTrace().reader(), c.opts)
+		_, err := Trace(targetTrace().reader(), c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want %q", c.opts, err, c.want)
 		}
 	}
-	_, err := Analyze(newTrace().thread(1, 1, "x").reader(), Options{})
+	_, err := Trace(newTrace().thread(1, 1, "x").reader(), Options{})
 	if !errors.Is(err, ErrNoEvents) {
 		t.Errorf("empty trace: %v, want ErrNoEvents", err)
 	}

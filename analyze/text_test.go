@@ -18,7 +18,7 @@ const forkFixture = "../testdata/analyze/fork.txt"
 // out, and the children's features come out exactly.
 func TestTextFixtureForks(t *testing.T) {
 	for _, opts := range []Options{{Pids: []int{500}}, {Process: "srv"}} {
-		a, err := AnalyzeFile(forkFixture, opts)
+		a, err := File(forkFixture, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +29,7 @@ func TestTextFixtureForks(t *testing.T) {
 			t.Errorf("description %q", a.Target.Description)
 		}
 	}
-	a, err := AnalyzeFile(forkFixture, Options{Pids: []int{500}})
+	a, err := File(forkFixture, Options{Pids: []int{500}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestTextFixtureForks(t *testing.T) {
 	if w := threadByTid(t, a, 601).WokenBy; len(w) != 1 || w[0].Node != "hardirq" {
 		t.Errorf("601 woken by %+v, want hardirq (the fixture's dNh3 flags)", w)
 	}
-	all, err := AnalyzeFile(forkFixture, Options{})
+	all, err := File(forkFixture, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func FuzzAnalyzeTrace(f *testing.F) {
 			if err != nil {
 				return
 			}
-			a, err := Analyze(r, Options{Path: "fuzz"})
+			a, err := Trace(r, Options{Path: "fuzz"})
 			if err != nil {
 				return
 			}

@@ -98,7 +98,7 @@ func (c *Config) Check() error {
 	case !(c.MinEffect >= 0 && c.MinEffect < 1):
 		return fmt.Errorf("min effect %v: want 0 ≤ min effect < 1 (a fraction: 0.05 is 5%%)", c.MinEffect)
 	case c.MaxTrials < 0 || c.MaxTime < 0:
-		return errors.New("budget: --max-trials and --max-time must be ≥ 0")
+		return errors.New("budget: the maximum trials and time must be ≥ 0")
 	}
 	if p := stats.MinP(c.ScreenN, c.ScreenN); p >= c.ScreenP {
 		return fmt.Errorf("screen n = %d: its smallest p-value, %.3g, cannot reach the screen's %.2g; screen with n ≥ %d", c.ScreenN, p, c.ScreenP, screenNeed(c.ScreenP))

@@ -220,7 +220,7 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 
 	reserve := e.trialsOf(c.FinalN)
 	if !e.fits(0, reserve) {
-		return fmt.Errorf("%w: the final comparison alone needs %d more trials (%d per arm and level) and %s leaves room for fewer after %d trials of calibration; raise the budget or --min-effect",
+		return fmt.Errorf("%w: the final comparison alone needs %d more trials (%d per arm and level) and %s leaves room for fewer after %d trials of calibration; raise the budget or the minimum effect",
 			ErrBudget, reserve, c.FinalN, e.budgetString(), e.trials)
 	}
 	for e.round = 1; e.round <= c.MaxRounds; e.round++ {
@@ -380,7 +380,7 @@ func (e *engine) calibrate(ctx context.Context, stock Arm) error {
 		n += n % 2
 		if n > need {
 			if n > c.MaxN {
-				return fmt.Errorf("%w: %s varies %.1f%% between runs of %s (1.4826·MAD/median of %d trials at bg=%d) against --min-effect %.1f%%: confirming would need about %d trials per arm, more than %d; lengthen the benchmark, quiet the machine or raise --min-effect",
+				return fmt.Errorf("%w: %s varies %.1f%% between runs of %s (1.4826·MAD/median of %d trials at bg=%d) against the minimum effect %.1f%%: confirming would need about %d trials per arm, more than %d; lengthen the benchmark, quiet the machine or raise the minimum effect",
 					ErrNoisy, c.Metric, 100*worst, stock.Step.Param, 2*c.CalibrationN, worstBg, 100*c.MinEffect, n, c.MaxN)
 			}
 			if err := e.note("noise: %s %.1f%% (1.4826·MAD/median) at bg=%d is large against --min-effect %.1f%%: confirm and final n raised from %d to %d per arm",
@@ -769,7 +769,7 @@ func (e *engine) trial(ctx context.Context, id string, side int, arm Arm, bg int
 	}
 	if err == nil {
 		if _, ok := m[e.cfg.Metric]; !ok {
-			err = fmt.Errorf("the benchmark reported no %s (it reported: %s); choose one with --metric", e.cfg.Metric, strings.Join(sortedKeys(m), ", "))
+			err = fmt.Errorf("the benchmark reported no %s (it reported: %s); choose one of those as the metric", e.cfg.Metric, strings.Join(sortedKeys(m), ", "))
 		}
 	}
 	end.End = time.Now().UTC()

@@ -384,7 +384,7 @@ func TestBudget(t *testing.T) {
 func TestNoisyRefuses(t *testing.T) {
 	sched := &fakeScheduler{}
 	_, err := Run(context.Background(), testConfig(4), testProfile(), testEnv(t, sched, noisyBench(sched, 4, 0.6, nil)))
-	if !errors.Is(err, ErrNoisy) || !strings.Contains(err.Error(), "--min-effect 5.0%") {
+	if !errors.Is(err, ErrNoisy) || !strings.Contains(err.Error(), "minimum effect 5.0%") {
 		t.Fatalf("err %v", err)
 	}
 }

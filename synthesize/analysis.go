@@ -27,13 +27,18 @@ func LoadAnalysis(path string) (*analyze.Analysis, error) {
 	return a, nil
 }
 
+// ErrNotAnalysis is wrapped by the errors of ReadAnalysis for data that is
+// not an analysis of this version at all (empty, no schema, another schema),
+// so that a caller can say how to write one.
+var ErrNotAnalysis = errors.New("not an analysis of this version")
+
 // ReadAnalysis decodes an analysis. The schema is checked first, so that a
 // snapshot, a profile or an analysis of another version is reported as what
 // it is rather than as a type error somewhere inside. Unknown fields are
 // allowed: adding fields does not change analyze's schema version.
 func ReadAnalysis(data []byte) (*analyze.Analysis, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
-		return nil, errors.New("empty file: want the JSON of `temper-train analyze TRACE --json FILE`")
+		return nil, tagged(ErrNotAnalysis, "empty file: want an analysis (analyze's JSON)")
 	}
 	var head struct {
 		Schema *string `json:"schema"`
@@ -43,9 +48,9 @@ func ReadAnalysis(data []byte) (*analyze.Analysis, error) {
 	}
 	switch {
 	case head.Schema == nil:
-		return nil, fmt.Errorf("no \"schema\" field: not a temper-train analysis (want %q, written by `temper-train analyze TRACE --json FILE`)", analyze.Schema)
+		return nil, tagged(ErrNotAnalysis, "no \"schema\" field: not a temper-train analysis (want %q)", analyze.Schema)
 	case *head.Schema != analyze.Schema:
-		return nil, fmt.Errorf("schema %q, want %q: re-run `temper-train analyze --json` with this version", *head.Schema, analyze.Schema)
+		return nil, tagged(ErrNotAnalysis, "schema %q, want %q: analyse the trace again with this version", *head.Schema, analyze.Schema)
 	}
 	var a analyze.Analysis
 	if err := json.Unmarshal(data, &a); err != nil {
@@ -71,11 +76,9 @@ func checkAnalysis(a *analyze.Analysis) (map[int]*analyze.Cluster, error) {
 		if _, dup := clusters[c.ID]; dup {
 			return nil, fmt.Errorf("cluster %d is listed twice", c.ID)
 		}
-		switch c.Class {
-		case analyze.ClassSyncCompute, analyze.ClassLatencyCritical, analyze.ClassIOWakeChain, analyze.ClassSporadic:
-		default:
+		if !c.Class.Valid() {
 			return nil, fmt.Errorf("cluster %d has class %q; this synthesize knows %s, %s, %s and %s (re-run analyze with this version)",
-				c.ID, oneLine(c.Class), analyze.ClassSyncCompute, analyze.ClassLatencyCritical, analyze.ClassIOWakeChain, analyze.ClassSporadic)
+				c.ID, oneLine(string(c.Class)), analyze.ClassSyncCompute, analyze.ClassLatencyCritical, analyze.ClassIOWakeChain, analyze.ClassSporadic)
 		}
 		if !finite(c.Confidence) || c.Confidence < 0 || c.Confidence > 1 {
 			return nil, fmt.Errorf("cluster %d: confidence %v is outside 0..1", c.ID, c.Confidence)
@@ -103,7 +106,7 @@ func checkAnalysis(a *analyze.Analysis) (map[int]*analyze.Cluster, error) {
 	}
 	switch {
 	case len(a.Threads) == 0:
-		return nil, errors.New("no threads: nothing to group (check analyze's target: --snapshot, --pid or --process)")
+		return nil, errors.New("no threads: nothing to group (check analyze's target: its snapshot, pids or process name)")
 	case user == 0:
 		return nil, errors.New("every thread is a kernel thread: a pod's profile cannot match kernel threads (check analyze's target)")
 	}

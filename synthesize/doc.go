@@ -4,7 +4,7 @@
 // how big it is, with the measurements and the arithmetic written into the
 // profile so a reader can check every number.
 //
-// Synthesize reads top-down in the order it decides things:
+// Profile reads top-down in the order it decides things:
 //
 //  1. shape.go: the machine shape, from the snapshot's topology, else
 //     --shape, else the trace's CPU count (logical CPUs only), else an

@@ -18,7 +18,8 @@ import (
 // wake rate, its families, the trace, and the sizing arithmetic.
 func evidenceOf(g *group, ms []member, trace string) *profiles.Evidence {
 	e := &profiles.Evidence{Threads: len(g.members), Trace: trace, Arithmetic: strings.Join(g.arithmetic, "; ")}
-	var classes, families []string
+	var classes []analyze.Class
+	var families []string
 	var cpus, wake, conf float64
 	var p50, p99, lat []int64
 	for _, i := range g.members {
@@ -59,13 +60,13 @@ func evidenceOf(g *group, ms []member, trace string) *profiles.Evidence {
 }
 
 // classList names the classes of a group's clusters in class order,
-// "sporadic+latency_critical" when a group took several, "none" when it has
+// "latency_critical+sporadic" when a group took several, "none" when it has
 // no observed threads (a catch-all for threads the trace did not see).
-func classList(classes []string) string {
+func classList(classes []analyze.Class) string {
 	var out []string
 	for _, c := range slotClasses {
 		if slices.Contains(classes, c) {
-			out = append(out, c)
+			out = append(out, string(c))
 		}
 	}
 	if len(out) == 0 {

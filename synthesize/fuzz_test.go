@@ -22,7 +22,7 @@ var fuzzNames = []string{
 
 var fuzzShapes = []string{"2cpu-2c-smt1", "4cpu-2c-smt2", "8cpu-4c-smt2", "4cpu", "16cpu-8c-smt2", "4c"}
 
-var fuzzClasses = analyze.Classes
+var fuzzClasses = analyze.Classes()
 
 // bytesource reads fuzz input as a stream of small choices; past its end
 // every choice is 0.
@@ -45,7 +45,7 @@ func (s *bytesource) pick(n int) int { return s.next() % n }
 func fuzzAnalysis(data []byte) (*analyze.Analysis, Options) {
 	s := &bytesource{b: data}
 	nClusters := 1 + s.pick(4)
-	classes := map[int]string{}
+	classes := map[int]analyze.Class{}
 	for c := 1; c <= nClusters; c++ {
 		classes[c] = fuzzClasses[s.pick(len(fuzzClasses))]
 	}
@@ -83,7 +83,7 @@ func fuzzAnalysis(data []byte) (*analyze.Analysis, Options) {
 	return a, opt
 }
 
-// FuzzSynthesize: for any analysis, Synthesize either fails with one
+// FuzzSynthesize: for any analysis, Profile either fails with one
 // non-empty line, or returns a profile in which every thread lands where the
 // evidence says, that lints clean, that is the same every time, whose TOML
 // parses back, whose Helm values carry it byte for byte, and whose
@@ -96,7 +96,7 @@ func FuzzSynthesize(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{1, 7, 2, 255, 3, 200, 9}, 40))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		a, opt := fuzzAnalysis(data)
-		r, err := Synthesize(a, opt)
+		r, err := Profile(a, opt)
 		if err != nil {
 			if msg := err.Error(); msg == "" || strings.Contains(msg, "\n") {
 				t.Fatalf("error is not one line: %q", msg)
@@ -107,7 +107,7 @@ func FuzzSynthesize(f *testing.F) {
 			return
 		}
 		checkProfile(t, a, r)
-		again, err := Synthesize(a, opt)
+		again, err := Profile(a, opt)
 		if err != nil {
 			t.Fatal(err)
 		}

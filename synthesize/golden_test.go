@@ -97,7 +97,7 @@ func TestGolden(t *testing.T) {
 				}
 				opts.Snapshot = snap
 			}
-			a, err := analyze.AnalyzeFile(filepath.Join("..", tc.trace), opts)
+			a, err := analyze.File(filepath.Join("..", tc.trace), opts)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,7 +109,7 @@ func TestGolden(t *testing.T) {
 					} else {
 						opt.Shape = shapeP(t, v.shape)
 					}
-					r, err := Synthesize(a, opt)
+					r, err := Profile(a, opt)
 					if err != nil {
 						t.Fatal(err)
 					}

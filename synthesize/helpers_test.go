@@ -23,7 +23,7 @@ type th struct {
 
 // mkAnalysis builds an analysis with the given clusters (id → class) and
 // threads, with plausible features.
-func mkAnalysis(classes map[int]string, threads ...th) *analyze.Analysis {
+func mkAnalysis(classes map[int]analyze.Class, threads ...th) *analyze.Analysis {
 	a := &analyze.Analysis{Schema: analyze.Schema}
 	a.Trace = analyze.TraceMeta{Path: "test.pftrace", Format: "perfetto", WindowNs: 1e9, CPUsSeen: 1}
 	leader := map[int32]string{}
@@ -114,7 +114,7 @@ func matchString(m profiles.Match) string {
 }
 
 // landings runs the analysis' user threads through the profile the way the
-// backends do and counts them per group, independently of Synthesize's own
+// backends do and counts them per group, independently of Profile's own
 // self-check.
 func landings(t testing.TB, a *analyze.Analysis, p *profiles.Profile) []int {
 	t.Helper()

@@ -39,7 +39,7 @@ const layeredUnprofiled = "unprofiled"
 // CPUs down as scheduler.Allocate does (growth_algo Reverse); util_range, which
 // scx_layered requires, is [0, 1] since the range cannot move. Every other
 // treatment is an Open layer: latency with preempt and a higher weight,
-// batch and yield with lower weights (weights as Synthesize gives them when a
+// batch and yield with lower weights (weights as Profile gives them when a
 // group sets none). rt_priority has no scx_layered equivalent and is left
 // out; it is a CFS-backend knob.
 //

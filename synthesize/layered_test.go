@@ -301,7 +301,7 @@ func checkLayeredEquivalent(t testing.TB, a *analyze.Analysis, p *profiles.Profi
 }
 
 func TestLayeredSpec(t *testing.T) {
-	r, err := Synthesize(inference(), Options{ID: "llama", Shape: &profiles.Shape{LogicalCPUs: 8, Cores: 4, ThreadsPerCore: 2}, RequestMillicores: 2250})
+	r, err := Profile(inference(), Options{ID: "llama", Shape: &profiles.Shape{LogicalCPUs: 8, Cores: 4, ThreadsPerCore: 2}, RequestMillicores: 2250})
 	if err != nil {
 		t.Fatal(err)
 	}

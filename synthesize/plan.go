@@ -27,9 +27,9 @@ const (
 var slotNames = [nSlots]string{"compute", "latency-critical", "io-chain", "rest"}
 
 // slotClasses are the cluster classes each slot takes.
-var slotClasses = [nSlots]string{analyze.ClassSyncCompute, analyze.ClassLatencyCritical, analyze.ClassIOWakeChain, analyze.ClassSporadic}
+var slotClasses = [nSlots]analyze.Class{analyze.ClassSyncCompute, analyze.ClassLatencyCritical, analyze.ClassIOWakeChain, analyze.ClassSporadic}
 
-func slotOf(class string) int {
+func slotOf(class analyze.Class) int {
 	for s, c := range slotClasses {
 		if c == class {
 			return s

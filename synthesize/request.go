@@ -39,7 +39,7 @@ func chooseRequest(a *analyze.Analysis, opt Options, observed float64) (requestC
 
 	switch req, parts := podCPU(pod, false); {
 	case opt.RequestMillicores < 0:
-		return r, fmt.Errorf("--request %dm is negative", opt.RequestMillicores)
+		return r, tagged(ErrRequest, "request %dm is negative", opt.RequestMillicores)
 	case opt.RequestMillicores > 0:
 		r.milli, r.source = opt.RequestMillicores, "--request"
 	case req > 0:
@@ -59,7 +59,7 @@ func chooseRequest(a *analyze.Analysis, opt Options, observed float64) (requestC
 		r.limit, r.limitSource = quota, quotaSource
 	}
 	if r.limit > 0 && r.milli > r.limit {
-		return r, fmt.Errorf("request %dm (from %s) is above the CPU limit %dm (from %s); Kubernetes does not allow that: pass a --request at or below the limit",
+		return r, tagged(ErrRequest, "request %dm (from %s) is above the CPU limit %dm (from %s); Kubernetes does not allow that: give a request at or below the limit",
 			r.milli, r.source, r.limit, r.limitSource)
 	}
 	return r, nil

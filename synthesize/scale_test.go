@@ -13,7 +13,7 @@ import (
 // every class, several processes, so that resolve has many exclusions,
 // splits and merges to work out.
 func largeAnalysis(n int) *analyze.Analysis {
-	classes := map[int]string{1: analyze.ClassSyncCompute, 2: analyze.ClassLatencyCritical, 3: analyze.ClassIOWakeChain, 4: analyze.ClassSporadic}
+	classes := map[int]analyze.Class{1: analyze.ClassSyncCompute, 2: analyze.ClassLatencyCritical, 3: analyze.ClassIOWakeChain, 4: analyze.ClassSporadic}
 	var ts []th
 	for i := range n {
 		tid := int32(1000 + i)
@@ -34,7 +34,7 @@ func largeAnalysis(n int) *analyze.Analysis {
 // second) into a profile that passes every check.
 func TestLargeAnalysis(t *testing.T) {
 	a := largeAnalysis(2100)
-	r, err := Synthesize(a, Options{ID: "large", Shape: &profiles.Shape{LogicalCPUs: 64, Cores: 32, ThreadsPerCore: 2}, RequestMillicores: 16000})
+	r, err := Profile(a, Options{ID: "large", Shape: &profiles.Shape{LogicalCPUs: 64, Cores: 32, ThreadsPerCore: 2}, RequestMillicores: 16000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package synthesize
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -35,15 +34,15 @@ func chooseShape(a *analyze.Analysis, opt Options) (shapeChoice, error) {
 			return c, fmt.Errorf("snapshot %s: %w", opt.snapshotName(), err)
 		}
 		if opt.Shape != nil && !opt.Shape.Matches(s) {
-			return c, fmt.Errorf("--shape %s contradicts the snapshot's topology %s: leave --shape out (the snapshot measured the machine)", opt.Shape.Key(), s.Key())
+			return c, tagged(ErrShape, "shape %s contradicts the snapshot's topology %s: leave the shape out (the snapshot measured the machine)", opt.Shape.Key(), s.Key())
 		}
 		c = shapeChoice{shape: s, source: fmt.Sprintf("the snapshot's CPU topology (%s)", opt.snapshotName())}
 	case opt.Shape != nil:
 		if err := opt.Shape.Check(); err != nil {
-			return c, fmt.Errorf("--shape %s: %w", opt.Shape.Key(), err)
+			return c, tagged(ErrShape, "shape %s: %w", opt.Shape.Key(), err)
 		}
 		if opt.Shape.Specificity() == 0 {
-			return c, errors.New("--shape any: a synthesized profile is keyed to the machine it was measured on; give its shape, e.g. --shape 8cpu-4c-smt2")
+			return c, tagged(ErrShape, "shape any: a synthesized profile is keyed to the machine it was measured on; give its shape, e.g. 8cpu-4c-smt2")
 		}
 		c = shapeChoice{shape: *opt.Shape, source: "--shape " + opt.Shape.Key()}
 		if c.shape.CoreCount() == 0 {
@@ -56,7 +55,7 @@ func chooseShape(a *analyze.Analysis, opt Options) (shapeChoice, error) {
 			logicalOnly: true,
 		}
 	default:
-		return c, errors.New("no machine shape: the analysis' trace did not record its CPU count; pass --snapshot snapshot.json (written by observe) or --shape (e.g. --shape 8cpu-4c-smt2)")
+		return c, tagged(ErrNoShape, "no machine shape: no snapshot, no shape given, and the analysis' trace did not record its CPU count")
 	}
 	return c, checkShapeAgainstTrace(c, a, opt.Snapshot)
 }

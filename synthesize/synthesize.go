@@ -52,27 +52,56 @@ type Result struct {
 	// name; they are in the header and the description too.
 	Warnings []string
 	// Lint are the warnings profiles.Lint reported (it reported no errors,
-	// or Synthesize would have failed).
+	// or Profile would have failed).
 	Lint []profiles.Finding
 }
 
 // idPattern is the profile id rule (profiles checks it too, in Lint).
 var idPattern = regexp.MustCompile(`^[a-z0-9-]+$`)
 
-// errNoID is returned for a missing id.
-var errNoID = errors.New("no profile id: pass --id (lowercase letters, digits and '-', e.g. --id my-service)")
+// The options Profile's errors point at, so that a caller can say which of
+// its own inputs to fix: the command names its flags, the library does not.
+// Test with errors.Is.
+var (
+	// ErrID: Options.ID is missing or not lowercase letters, digits and '-'.
+	ErrID = errors.New("profile id")
+	// ErrShape: Options.Shape is unusable or contradicts the snapshot.
+	ErrShape = errors.New("machine shape")
+	// ErrNoShape: no shape at all: no snapshot, no Options.Shape, and no CPU
+	// count in the trace.
+	ErrNoShape = errors.New("no machine shape")
+	// ErrRequest: the CPU request (Options.RequestMillicores, or the pod's)
+	// is negative or above the CPU limit.
+	ErrRequest = errors.New("CPU request")
+)
 
-// Synthesize builds the workload profile for an analysis. It fails, with one
+// taggedError is err tagged with one of the package's sentinels: its
+// message is err's alone, and errors.Is finds both the tag and what err
+// wraps.
+type taggedError struct {
+	tag error // ErrID, ErrShape, ErrNoShape, ErrRequest or ErrNotAnalysis
+	err error
+}
+
+func (e *taggedError) Error() string   { return e.err.Error() }
+func (e *taggedError) Unwrap() []error { return []error{e.tag, e.err} }
+
+// tagged formats an error (%w wraps as in fmt.Errorf) tagged with tag.
+func tagged(tag error, format string, a ...any) error {
+	return &taggedError{tag: tag, err: fmt.Errorf(format, a...)}
+}
+
+// Profile builds the workload profile for an analysis. It fails, with one
 // line naming the problem, on an analysis it cannot build a profile from, a
 // shape the trace contradicts or none at all, and — as a guard on itself —
 // on a profile in which an analysed thread would not land in the group
 // synthesized for it or that profiles.Lint rejects.
-func Synthesize(a *analyze.Analysis, opt Options) (*Result, error) {
+func Profile(a *analyze.Analysis, opt Options) (*Result, error) {
 	if opt.ID == "" {
-		return nil, errNoID
+		return nil, tagged(ErrID, "no profile id: give one of lowercase letters, digits and '-' (e.g. my-service)")
 	}
 	if !idPattern.MatchString(opt.ID) {
-		return nil, fmt.Errorf("--id %q: use lowercase letters, digits and '-' (e.g. my-service)", opt.ID)
+		return nil, tagged(ErrID, "profile id %q: use lowercase letters, digits and '-' (e.g. my-service)", opt.ID)
 	}
 	clusters, err := checkAnalysis(a)
 	if err != nil {

@@ -2,6 +2,7 @@ package synthesize
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -42,7 +43,7 @@ func mkSnapshot(cores, tpc int, requests, limits [2]int64) *snapshot.Snapshot {
 
 // inference is a two-thread inference server: the seed's llama.cpp case.
 func inference() *analyze.Analysis {
-	return mkAnalysis(map[int]string{1: analyze.ClassSyncCompute, 2: analyze.ClassSporadic},
+	return mkAnalysis(map[int]analyze.Class{1: analyze.ClassSyncCompute, 2: analyze.ClassSporadic},
 		th{tid: 100, tgid: 100, comm: "llama-server", cluster: 2, share: 0.01},
 		th{tid: 101, tgid: 100, comm: "llama-infer-0", cluster: 1, share: 0.95, p90us: 4000},
 		th{tid: 102, tgid: 100, comm: "llama-infer-1", cluster: 1, share: 0.94, p90us: 3900},
@@ -92,7 +93,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "three hot threads on two cores are demoted",
-			a: mkAnalysis(map[int]string{1: analyze.ClassSyncCompute},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassSyncCompute},
 				th{tid: 1, tgid: 1, comm: "onnx", cluster: 1, share: 0.9},
 				th{tid: 2, tgid: 1, comm: "onnx-op-1", family: "onnx", cluster: 1, share: 0.9},
 				th{tid: 3, tgid: 1, comm: "onnx-op-2", family: "onnx", cluster: 1, share: 0.9}),
@@ -103,7 +104,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "three hot threads, three cores on a 4-core node",
-			a: mkAnalysis(map[int]string{1: analyze.ClassSyncCompute},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassSyncCompute},
 				th{tid: 1, tgid: 1, comm: "onnx", cluster: 1, share: 0.9},
 				th{tid: 2, tgid: 1, comm: "onnx-op-1", family: "onnx", cluster: 1, share: 0.9},
 				th{tid: 3, tgid: 1, comm: "onnx-op-2", family: "onnx", cluster: 1, share: 0.9}),
@@ -120,7 +121,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "a hot latency-critical thread gets its core after compute",
-			a: mkAnalysis(map[int]string{1: analyze.ClassLatencyCritical, 2: analyze.ClassSporadic, 3: analyze.ClassSyncCompute},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassLatencyCritical, 2: analyze.ClassSporadic, 3: analyze.ClassSyncCompute},
 				th{tid: 1, tgid: 1, comm: "redis-server", cluster: 1, share: 0.8},
 				th{tid: 2, tgid: 1, comm: "bio_close_file", cluster: 2},
 				th{tid: 3, tgid: 1, comm: "bio_aof", cluster: 2},
@@ -135,7 +136,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "a shorter family name excludes a longer one",
-			a: mkAnalysis(map[int]string{1: analyze.ClassLatencyCritical, 2: analyze.ClassIOWakeChain},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassLatencyCritical, 2: analyze.ClassIOWakeChain},
 				th{tid: 1, tgid: 1, comm: "wl", cluster: 1, share: 0.1},
 				th{tid: 2, tgid: 1, comm: "wl-worker-0", cluster: 2, share: 0.1},
 				th{tid: 3, tgid: 1, comm: "wl-worker-1", cluster: 2, share: 0.1}),
@@ -148,7 +149,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "main thread and workers share a name: group_leader splits them",
-			a: mkAnalysis(map[int]string{1: analyze.ClassLatencyCritical, 2: analyze.ClassSporadic},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassLatencyCritical, 2: analyze.ClassSporadic},
 				th{tid: 1, tgid: 1, comm: "mariadbd", cluster: 2},
 				th{tid: 2, tgid: 1, comm: "mariadbd", cluster: 1, share: 0.1},
 				th{tid: 3, tgid: 1, comm: "mariadbd", cluster: 1, share: 0.1}),
@@ -157,7 +158,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "one thread name in two programs: pcomm_prefix splits them",
-			a: mkAnalysis(map[int]string{1: analyze.ClassLatencyCritical, 2: analyze.ClassSporadic},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassLatencyCritical, 2: analyze.ClassSporadic},
 				th{tid: 10, tgid: 10, comm: "nginx", cluster: 2},
 				th{tid: 11, tgid: 10, comm: "worker", cluster: 1, share: 0.2},
 				th{tid: 20, tgid: 20, comm: "php-fpm", cluster: 2},
@@ -167,7 +168,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "PostgreSQL roles all named postgres are merged, and the description says so",
-			a: mkAnalysis(map[int]string{1: analyze.ClassLatencyCritical, 2: analyze.ClassIOWakeChain, 3: analyze.ClassSporadic},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassLatencyCritical, 2: analyze.ClassIOWakeChain, 3: analyze.ClassSporadic},
 				th{tid: 10, tgid: 10, comm: "postgres", cluster: 3},
 				th{tid: 11, tgid: 11, comm: "postgres", cluster: 1, share: 0.2},
 				th{tid: 12, tgid: 12, comm: "postgres", cluster: 2, share: 0.05},
@@ -179,7 +180,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "a family name longer than the kernel's comm is cut to 15 bytes",
-			a: mkAnalysis(map[int]string{1: analyze.ClassIOWakeChain, 2: analyze.ClassSporadic},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassIOWakeChain, 2: analyze.ClassSporadic},
 				th{tid: 1, tgid: 1, comm: "main", cluster: 2},
 				th{tid: 2, tgid: 1, comm: "very-long-threa", family: "very-long-thread-pool", cluster: 1}),
 			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
@@ -187,7 +188,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "a comm cut inside a character is matched up to the last whole one",
-			a: mkAnalysis(map[int]string{1: analyze.ClassIOWakeChain, 2: analyze.ClassSporadic},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassIOWakeChain, 2: analyze.ClassSporadic},
 				th{tid: 1, tgid: 1, comm: "main", cluster: 2},
 				th{tid: 2, tgid: 1, comm: "ab数据库线程池", cluster: 1}),
 			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
@@ -195,7 +196,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "a thread without a printable comm stays in rest",
-			a: mkAnalysis(map[int]string{1: analyze.ClassIOWakeChain, 2: analyze.ClassSporadic},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassIOWakeChain, 2: analyze.ClassSporadic},
 				th{tid: 1, tgid: 1, comm: "main", cluster: 2},
 				th{tid: 2, tgid: 1, comm: "", cluster: 1},
 				th{tid: 3, tgid: 1, comm: "\x01ctl", cluster: 1},
@@ -206,7 +207,7 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "kernel threads are left out",
-			a: mkAnalysis(map[int]string{1: analyze.ClassIOWakeChain},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassIOWakeChain},
 				th{tid: 1, tgid: 1, comm: "app", cluster: 1},
 				th{tid: 2, tgid: 2, comm: "kworker/0:1", cluster: 1, kernel: true}),
 			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
@@ -214,14 +215,14 @@ func TestSynthesize(t *testing.T) {
 		},
 		{
 			name: "nothing stands out: one normal catch-all",
-			a: mkAnalysis(map[int]string{1: analyze.ClassSporadic},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassSporadic},
 				th{tid: 1, tgid: 1, comm: "idle", cluster: 1}),
 			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
 			want: []string{"rest normal all"},
 		},
 		{
 			name: "compute without a hot thread is batch",
-			a: mkAnalysis(map[int]string{1: analyze.ClassSyncCompute, 2: analyze.ClassSporadic},
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassSyncCompute, 2: analyze.ClassSporadic},
 				th{tid: 1, tgid: 1, comm: "main", cluster: 2},
 				th{tid: 2, tgid: 1, comm: "crunch", cluster: 1, share: 0.2}),
 			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
@@ -243,7 +244,7 @@ func TestSynthesize(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			c.opt.ID = "test"
-			r, err := Synthesize(c.a, c.opt)
+			r, err := Profile(c.a, c.opt)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -285,12 +286,12 @@ func TestSynthesizeErrors(t *testing.T) {
 		opt  Options
 		want string
 	}{
-		{"no id", inference(), Options{Shape: eightCPUs}, "no profile id: pass --id"},
-		{"bad id", inference(), Options{ID: "My_Service", Shape: eightCPUs}, `--id "My_Service": use lowercase letters`},
-		{"no threads", mkAnalysis(map[int]string{1: analyze.ClassSporadic}), Options{ID: "x", Shape: eightCPUs}, "no threads: nothing to group"},
-		{"only kernel threads", mkAnalysis(map[int]string{1: analyze.ClassSporadic}, th{tid: 2, tgid: 2, comm: "kthreadd", cluster: 1, kernel: true}),
+		{"no id", inference(), Options{Shape: eightCPUs}, "no profile id: give one"},
+		{"bad id", inference(), Options{ID: "My_Service", Shape: eightCPUs}, `profile id "My_Service": use lowercase letters`},
+		{"no threads", mkAnalysis(map[int]analyze.Class{1: analyze.ClassSporadic}), Options{ID: "x", Shape: eightCPUs}, "no threads: nothing to group"},
+		{"only kernel threads", mkAnalysis(map[int]analyze.Class{1: analyze.ClassSporadic}, th{tid: 2, tgid: 2, comm: "kthreadd", cluster: 1, kernel: true}),
 			Options{ID: "x", Shape: eightCPUs}, "every thread is a kernel thread"},
-		{"unknown class", mkAnalysis(map[int]string{1: "gpu_feeder"}, th{tid: 1, tgid: 1, comm: "a", cluster: 1}),
+		{"unknown class", mkAnalysis(map[int]analyze.Class{1: "gpu_feeder"}, th{tid: 1, tgid: 1, comm: "a", cluster: 1}),
 			Options{ID: "x", Shape: eightCPUs}, `cluster 1 has class "gpu_feeder"`},
 		{"unknown cluster", func() *analyze.Analysis {
 			a := inference()
@@ -302,8 +303,8 @@ func TestSynthesizeErrors(t *testing.T) {
 			a.Threads[1].Features.CPUShare = math.NaN()
 			return a
 		}(), Options{ID: "x", Shape: eightCPUs}, "cpu_share NaN is not a rate or share"},
-		{"no shape at all", inference(), Options{ID: "x"}, "no machine shape: the analysis' trace did not record its CPU count; pass --snapshot snapshot.json (written by observe) or --shape"},
-		{"shape any", inference(), Options{ID: "x", Shape: &profiles.Shape{}}, "--shape any"},
+		{"no shape at all", inference(), Options{ID: "x"}, "no machine shape: no snapshot, no shape given, and the analysis' trace did not record its CPU count"},
+		{"shape any", inference(), Options{ID: "x", Shape: &profiles.Shape{}}, "shape any"},
 		{"shape against the trace's CPU count", func() *analyze.Analysis {
 			a := inference()
 			a.Trace.NumCPUs = 2
@@ -315,18 +316,26 @@ func TestSynthesizeErrors(t *testing.T) {
 			return a
 		}(), Options{ID: "x", Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}}, `thread 102 ("llama-infer-1") ran on CPU 5, which --shape 2cpu-2c-smt1 does not have`},
 		{"shape against the snapshot", inference(), Options{ID: "x", Shape: &profiles.Shape{Cores: 8}, Snapshot: mkSnapshot(4, 2, [2]int64{}, [2]int64{})},
-			"--shape 8c contradicts the snapshot's topology 8cpu-4c-smt2"},
+			"shape 8c contradicts the snapshot's topology 8cpu-4c-smt2"},
 		{"request above the limit", inference(), Options{ID: "x", RequestMillicores: 3000, Snapshot: mkSnapshot(4, 2, [2]int64{1000, 0}, [2]int64{2000, 250})},
 			"request 3000m (from --request) is above the CPU limit 2250m"},
 	}
+	// The option each error points at, for the command to name its flag.
+	option := map[string]error{
+		"no id": ErrID, "bad id": ErrID, "no shape at all": ErrNoShape, "shape any": ErrShape,
+		"shape against the snapshot": ErrShape, "request above the limit": ErrRequest,
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Synthesize(c.a, c.opt)
+			_, err := Profile(c.a, c.opt)
 			if err == nil {
 				t.Fatalf("no error, want %q", c.want)
 			}
 			if !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("error %q, want one line containing %q", err, c.want)
+			}
+			if o := option[c.name]; o != nil && !errors.Is(err, o) {
+				t.Errorf("error %q does not wrap %v", err, o)
 			}
 		})
 	}
@@ -353,6 +362,10 @@ func TestReadAnalysis(t *testing.T) {
 			_, err := ReadAnalysis([]byte(c.data))
 			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("error %v, want one line containing %q", err, c.want)
+			}
+			// Data that is no analysis at all is told apart from a broken one.
+			if notAnalysis := c.name == "empty" || c.name == "no schema" || c.name == "snapshot"; errors.Is(err, ErrNotAnalysis) != notAnalysis {
+				t.Errorf("error %v: errors.Is(ErrNotAnalysis) = %v, want %v", err, !notAnalysis, notAnalysis)
 			}
 		})
 	}
@@ -382,7 +395,7 @@ func TestDeterministic(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		r, err := Synthesize(a, opt)
+		r, err := Profile(a, opt)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -442,7 +455,7 @@ func TestImageGlobs(t *testing.T) {
 }
 
 func TestFingerprintFromSnapshot(t *testing.T) {
-	r, err := Synthesize(inference(), Options{ID: "llama", Snapshot: mkSnapshot(4, 2, [2]int64{2000, 250}, [2]int64{2000, 250})})
+	r, err := Profile(inference(), Options{ID: "llama", Snapshot: mkSnapshot(4, 2, [2]int64{2000, 250}, [2]int64{2000, 250})})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ func analyzeServer(t *testing.T, name string) *analyze.Analysis {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := analyze.AnalyzeFile(filepath.Join(dir, "trace.pftrace.gz"), analyze.Options{Path: name + "/trace.pftrace.gz", Snapshot: snap})
+	a, err := analyze.File(filepath.Join(dir, "trace.pftrace.gz"), analyze.Options{Path: name + "/trace.pftrace.gz", Snapshot: snap})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func Write(a *analyze.Analysis, dir string, formats ...string) ([]string, error)
 // its position among the groups, which picks its colour, marker and dashes.
 type clusterGroup struct {
 	id      int
-	class   string
+	class   analyze.Class
 	threads []*analyze.Thread
 	style   int
 }

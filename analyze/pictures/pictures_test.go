@@ -30,7 +30,7 @@ const (
 // analyzeWorkload analyses the committed workload trace.
 func analyzeWorkload(t testing.TB) *analyze.Analysis {
 	t.Helper()
-	a, err := analyze.AnalyzeFile(workloadTrace, analyze.Options{Path: "workload-tracefs.txt.gz", Pids: []int{workloadPid}})
+	a, err := analyze.File(workloadTrace, analyze.Options{Path: "workload-tracefs.txt.gz", Pids: []int{workloadPid}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -125,7 +125,7 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
 		}
 		opts.Snapshot = s
 	}
-	a, err := analyze.AnalyzeFile(trace, opts)
+	a, err := analyze.File(trace, opts)
 	if err != nil {
 		return err // names the file already
 	}

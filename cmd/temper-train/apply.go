@@ -164,7 +164,7 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	// then reverts.
 	sess, err := scheduler.Start(ctx, backend, plan, scheduler.Options{For: f.forDur})
 	if err != nil {
-		return flatErr(err)
+		return flatErr(stateFlagError(err, f.state))
 	}
 	defer sess.Stop()
 	state := ""
@@ -273,6 +273,9 @@ func chooseBackend(name string, opts cfs.Options, w io.Writer) (scheduler.Backen
 		return c, nil
 	case backendSchedExt:
 		if err := s.Probe(); err != nil {
+			if errors.Is(err, scheduler.ErrUnsupported) {
+				return nil, fmt.Errorf("%w (--backend cfs)", err)
+			}
 			return nil, err
 		}
 		return s, nil
@@ -424,6 +427,21 @@ func runRevert(cmd *cobra.Command, f applyFlags, a []string) error {
 
 // flatErr puts a multi-line error (errors.Join) on one line, keeping a
 // one-line error as it is.
+// stateFlagError adds to an error of the CFS backend about its state file
+// how to fix it with this command's flags (the backend names none).
+func stateFlagError(err error, state string) error {
+	switch {
+	case errors.Is(err, cfs.ErrStateExists):
+		if state == "" {
+			state = cfs.StatePath(cfs.DefaultStateDir, os.Getpid())
+		}
+		return fmt.Errorf("%w (temper-train apply --revert %s) or choose another --state", err, state)
+	case errors.Is(err, cfs.ErrStateDir):
+		return fmt.Errorf("%w (choose another with --state)", err)
+	}
+	return err
+}
+
 func flatErr(err error) error {
 	if !strings.Contains(err.Error(), "\n") {
 		return err

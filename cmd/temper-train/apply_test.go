@@ -578,3 +578,20 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestApplyStateExists: a state file left by an apply that did not finish
+// stops apply before anything changes, and the message says how to revert
+// it and which flag chooses another (the backend's own error names no flag).
+func TestApplyStateExists(t *testing.T) {
+	needSchedPrivileges(t)
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "p.toml")
+	must(t, os.WriteFile(prof, []byte(applyProfile), 0o644))
+	state := filepath.Join(dir, "s.json")
+	must(t, os.WriteFile(state, []byte("{}"), 0o600))
+	code, _, stderr := runCLI("apply", prof, "--pid", strconv.Itoa(os.Getpid()), "--backend", "cfs", "--state", state, "--for", "1s", "-q")
+	want := "state file " + state + " already exists, left by an apply that did not finish: revert it first (temper-train apply --revert " + state + ") or choose another --state"
+	if code != exitFailure || !strings.Contains(stderr, want) {
+		t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, exitFailure, want)
+	}
+}

@@ -790,6 +790,9 @@ func benchCommand(command, adapterName string) ([]string, bench.Adapter, error) 
 	} else {
 		adapter, err = bench.Detect(argv)
 	}
+	if errors.Is(err, bench.ErrNoAdapter) {
+		return nil, nil, usageError{fmt.Errorf("--bench: %w with --adapter", err)}
+	}
 	if err != nil {
 		return nil, nil, usageError{fmt.Errorf("--bench: %w", err)}
 	}

@@ -127,6 +127,24 @@ func parseExports(values, extra []string) ([]export, error) {
 	return out, nil
 }
 
+// synthesizeFlagError names the flag behind an error of package synthesize:
+// the library says which option is wrong, the command which flag sets it.
+func synthesizeFlagError(err error) error {
+	switch {
+	case errors.Is(err, synthesize.ErrID):
+		return fmt.Errorf("--id: %w", err)
+	case errors.Is(err, synthesize.ErrShape):
+		return fmt.Errorf("--shape: %w", err)
+	case errors.Is(err, synthesize.ErrNoShape):
+		return fmt.Errorf("%w: pass --snapshot snapshot.json (written by observe) or --shape (e.g. --shape 8cpu-4c-smt2)", err)
+	case errors.Is(err, synthesize.ErrRequest):
+		return fmt.Errorf("--request: %w", err)
+	case errors.Is(err, synthesize.ErrNotAnalysis):
+		return fmt.Errorf("%w (write one with `temper-train analyze TRACE --json FILE`)", err)
+	}
+	return err
+}
+
 // runSynthesize checks the flags, synthesizes and self-checks the profile,
 // builds every output in memory and only then writes the files.
 func runSynthesize(cmd *cobra.Command, f synthesizeFlags, a []string) error {
@@ -164,11 +182,11 @@ func runSynthesize(cmd *cobra.Command, f synthesizeFlags, a []string) error {
 	}
 	an, err := synthesize.LoadAnalysis(a[0])
 	if err != nil {
-		return err
+		return synthesizeFlagError(err)
 	}
-	r, err := synthesize.Synthesize(an, opt)
+	r, err := synthesize.Profile(an, opt)
 	if err != nil {
-		return fmt.Errorf("synthesize %s: %w", a[0], err)
+		return fmt.Errorf("synthesize %s: %w", a[0], synthesizeFlagError(err))
 	}
 	data, err := r.TOML()
 	if err != nil {

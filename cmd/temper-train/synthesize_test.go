@@ -36,7 +36,7 @@ func synthesizeCLI(args ...string) (code int, stdout, stderr string) {
 // workloadAnalysis writes the analysis of the test workload's trace to dir.
 func workloadAnalysis(t *testing.T, dir string) string {
 	t.Helper()
-	a, err := analyze.AnalyzeFile(example, analyze.Options{Pids: []int{19560}})
+	a, err := analyze.File(example, analyze.Options{Pids: []int{19560}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,12 +138,12 @@ func TestSynthesizeCommandErrors(t *testing.T) {
 		want string
 	}{
 		{"no id", []string{analysis, "--shape", "2cpu-2c-smt1"}, exitUsage, "no profile id: pass --id"},
-		{"bad id", []string{analysis, "--id", "WL", "--shape", "2cpu-2c-smt1"}, exitFailure, `--id "WL": use lowercase letters`},
+		{"bad id", []string{analysis, "--id", "WL", "--shape", "2cpu-2c-smt1"}, exitFailure, `--id: profile id "WL": use lowercase letters`},
 		{"no analysis", []string{"--id", "wl"}, exitUsage, "requires at least 1 arg"},
 		{"impossible shape", []string{analysis, "--id", "wl", "--shape", "8cpu-3c-smt2"}, exitUsage,
 			`--shape: shape "8cpu-3c-smt2": logical_cpus = 8 but cores × threads_per_core = 3 × 2 = 6`},
 		{"shape the trace contradicts", []string{analysis, "--id", "wl", "--shape", "1cpu-1c-smt1"}, exitFailure, "has 1 logical CPUs but the trace saw events on 2"},
-		{"no shape at all", []string{analysis, "--id", "wl"}, exitFailure, "no machine shape"},
+		{"no shape at all", []string{analysis, "--id", "wl"}, exitFailure, "no machine shape: no snapshot, no shape given, and the analysis' trace did not record its CPU count: pass --snapshot snapshot.json (written by observe) or --shape"},
 		{"bad request", []string{analysis, "--id", "wl", "--shape", "2c", "--request", "lots"}, exitUsage, `--request: "lots" is not a CPU quantity`},
 		{"unknown export", []string{analysis, "--id", "wl", "--shape", "2c", "--export", "yaml=x"}, exitUsage, `--export "yaml": unknown kind`},
 		{"export without a file", []string{analysis, "--id", "wl", "--shape", "2c", "--export", "helm"}, exitUsage, "--export helm needs a FILE"},

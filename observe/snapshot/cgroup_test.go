@@ -357,9 +357,21 @@ func movePid(t *testing.T, dir string, pid int) {
 	}
 }
 
+// The test cgroups' limits: a fifth of a CPU, so that the child's two
+// spinning threads exceed it in every period however loaded the machine is,
+// and a weight far above a plain task's, so that other work cannot starve
+// the child below its quota. The tests assert on the kernel's counters
+// (throttled periods, usage per period), never on how long anything took.
+const (
+	testQuotaUs  = 20000
+	testPeriodUs = 100000
+	testShares   = 10240 // v1 cpu.shares: ten nice-0 tasks
+	testWeight   = 1000  // v2 cpu.weight: ten nice-0 tasks
+)
+
 // TestCgroupV1Throttling puts a CPU-burning child in a real v1 cpu cgroup
-// limited to half a CPU and checks the snapshot sees the limit and the
-// throttling.
+// limited to a fifth of a CPU and checks the snapshot sees the limit and
+// the throttling.
 func TestCgroupV1Throttling(t *testing.T) {
 	ms := realMounts(t)
 	need.CgroupV1(t)
@@ -369,7 +381,8 @@ func TestCgroupV1Throttling(t *testing.T) {
 	}
 	name := fmt.Sprintf("temper-snapshot-test-%d", os.Getpid())
 	dir := makeCgroup(t, cpuMount.Dir, name,
-		[2]string{"cpu.cfs_period_us", "100000"}, [2]string{"cpu.cfs_quota_us", "50000"}, [2]string{"cpu.shares", "512"})
+		[2]string{"cpu.cfs_period_us", strconv.Itoa(testPeriodUs)}, [2]string{"cpu.cfs_quota_us", strconv.Itoa(testQuotaUs)},
+		[2]string{"cpu.shares", strconv.Itoa(testShares)})
 	acctDir := dir
 	if am, ok := ms.v1("cpuacct"); ok && am.Dir != cpuMount.Dir {
 		acctDir = makeCgroup(t, am.Dir, name)
@@ -390,9 +403,9 @@ func TestCgroupV1Throttling(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Let it run until the kernel has throttled it at least once (a few
-	// periods on an idle host), so that a busy host does not fail the test.
-	waitThrottled(t, CgroupDir{Version: 1, Path: dir}, explicit.CPUCgroup().Begin)
+	// Let it run until the kernel has throttled it after both snapshots
+	// began (the implicit one began last).
+	waitThrottled(t, CgroupDir{Version: 1, Path: dir}, implicit.CPUCgroup().Begin)
 	for _, s := range []*Snapshot{explicit, implicit} {
 		if err := s.End(ctx); err != nil {
 			t.Fatal(err)
@@ -404,11 +417,11 @@ func TestCgroupV1Throttling(t *testing.T) {
 		t.Fatalf("cgroup record %+v, want v1 %s with cpuacct %s", rec, dir, acctDir)
 	}
 	for _, r := range []*CgroupCPU{rec.Begin, rec.End} {
-		if r.Bandwidth == nil || r.Bandwidth.Unlimited || r.Bandwidth.QuotaUsec != 50000 || r.Bandwidth.PeriodUsec != 100000 {
-			t.Errorf("bandwidth %+v, want 50000/100000", r.Bandwidth)
+		if r.Bandwidth == nil || r.Bandwidth.Unlimited || r.Bandwidth.QuotaUsec != testQuotaUs || r.Bandwidth.PeriodUsec != testPeriodUs {
+			t.Errorf("bandwidth %+v, want %d/%d", r.Bandwidth, testQuotaUs, testPeriodUs)
 		}
-		if r.Shares == nil || *r.Shares != 512 {
-			t.Errorf("shares %v, want 512", r.Shares)
+		if r.Shares == nil || *r.Shares != testShares {
+			t.Errorf("shares %v, want %d", r.Shares, testShares)
 		}
 	}
 	d, err := rec.Delta()
@@ -418,10 +431,16 @@ func TestCgroupV1Throttling(t *testing.T) {
 	span := explicit.Taken.End.MonotonicNs - explicit.Taken.Begin.MonotonicNs
 	t.Logf("v1 delta over %v: %v", time.Duration(span), d)
 	if *d.Throttled <= 0 || *d.ThrottledNs <= 0 || *d.Periods < *d.Throttled {
-		t.Errorf("a spinning thread limited to half a CPU was not throttled: %v", d)
+		t.Errorf("two spinning threads limited to a fifth of a CPU were not throttled: %v", d)
 	}
-	if *d.UsageNs <= 0 || float64(*d.UsageNs) > 0.8*float64(span) {
-		t.Errorf("usage %v over %v: want positive and held near half by the quota", time.Duration(*d.UsageNs), time.Duration(span))
+	// The quota holds the usage per period: the span holds at most
+	// periods+1 (partial ones at both ends), and each CPU may overrun the
+	// quota by up to a scheduler tick before the throttle, so twice the
+	// quota per period is the bound; unthrottled, the two threads would
+	// take up to ten times it.
+	if limit := (*d.Periods + 1) * 2 * testQuotaUs * 1000; *d.UsageNs <= 0 || *d.UsageNs > limit {
+		t.Errorf("usage %v in %d periods: want positive and at most %v (twice the quota per period)",
+			time.Duration(*d.UsageNs), *d.Periods, time.Duration(limit))
 	}
 	for _, th := range explicit.Threads {
 		if th.End != nil && th.End.Cgroup.V1CPU != "/"+name {
@@ -475,7 +494,8 @@ func TestCgroupV2(t *testing.T) {
 	}
 	var dir string
 	if cpuAvail {
-		dir = makeCgroup(t, v2.Dir, name, [2]string{"cpu.max", "50000 100000"}, [2]string{"cpu.weight", "50"})
+		dir = makeCgroup(t, v2.Dir, name, [2]string{"cpu.max", fmt.Sprintf("%d %d", testQuotaUs, testPeriodUs)},
+			[2]string{"cpu.weight", strconv.Itoa(testWeight)})
 	} else {
 		t.Logf("LOUD: NOT TESTED on the real cgroup2 mount %s: its cgroup.controllers is %q, without cpu "+
 			"(the cpu controller is bound to the v1 hierarchy). cpu.max, cpu.weight and v2 throttling are tested on the fake tree "+
@@ -494,7 +514,7 @@ func TestCgroupV2(t *testing.T) {
 	if cpuAvail {
 		waitThrottled(t, CgroupDir{Version: 2, Path: dir}, s.CPUCgroup().Begin)
 	} else {
-		time.Sleep(200 * time.Millisecond)
+		waitUsage(t, CgroupDir{Version: 2, Path: dir}, s.CPUCgroup().Begin)
 	}
 	if err := s.End(ctx); err != nil {
 		t.Fatal(err)
@@ -517,7 +537,7 @@ func TestCgroupV2(t *testing.T) {
 	}
 	if cpuAvail {
 		b := rec.End.Bandwidth
-		if !rec.End.CPUController || b == nil || b.QuotaUsec != 50000 || b.PeriodUsec != 100000 || rec.End.Weight == nil || *rec.End.Weight != 50 {
+		if !rec.End.CPUController || b == nil || b.QuotaUsec != testQuotaUs || b.PeriodUsec != testPeriodUs || rec.End.Weight == nil || *rec.End.Weight != testWeight {
 			t.Errorf("v2 limits %s", dump(rec.End))
 		}
 		if d.Throttled == nil || *d.Throttled <= 0 {
@@ -532,22 +552,45 @@ func TestCgroupV2(t *testing.T) {
 	t.Logf("v2 usage delta %v (no throttling counters without the cpu controller)", time.Duration(*d.UsageNs))
 }
 
-// waitThrottled waits, for at least 300ms and at most 5s, until the cgroup
-// has been throttled more often than in begin.
+// waitThrottled waits until the cgroup has been throttled more often than
+// in begin. The deadline is generous: a loaded machine delays the child, it
+// does not keep a child over its quota from being throttled.
 func waitThrottled(t *testing.T, d CgroupDir, begin *CgroupCPU) {
 	t.Helper()
 	if begin == nil || begin.NrThrottled == nil {
 		t.Fatalf("cgroup %s has no nr_throttled at begin", d.Path)
 	}
-	time.Sleep(300 * time.Millisecond)
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	waitCgroup(t, d, "throttled", func(c *CgroupCPU) bool {
+		return c.NrThrottled != nil && *c.NrThrottled > *begin.NrThrottled
+	})
+}
+
+// waitUsage waits until the cgroup has used CPU time since begin.
+func waitUsage(t *testing.T, d CgroupDir, begin *CgroupCPU) {
+	t.Helper()
+	if begin == nil || begin.UsageNs == nil {
+		t.Fatalf("cgroup %s has no usage at begin", d.Path)
+	}
+	waitCgroup(t, d, "used CPU time", func(c *CgroupCPU) bool {
+		return c.UsageNs != nil && *c.UsageNs > *begin.UsageNs
+	})
+}
+
+// waitCgroup reads the cgroup's counters until done says what the test
+// waits for has happened, for up to a minute; it fails the test if not.
+func waitCgroup(t *testing.T, d CgroupDir, what string, done func(*CgroupCPU) bool) {
+	t.Helper()
+	const limit = time.Minute
+	for deadline := time.Now().Add(limit); ; time.Sleep(20 * time.Millisecond) {
 		c, err := ReadCgroupCPU(d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.NrThrottled != nil && *c.NrThrottled > *begin.NrThrottled {
+		if done(c) {
 			return
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cgroup %s has not %s within %v: %s", d.Path, what, limit, dump(c))
+		}
 	}
-	t.Logf("cgroup %s not throttled within 5s; the delta check below will fail", d.Path)
 }

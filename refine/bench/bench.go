@@ -156,8 +156,12 @@ func Detect(argv []string) (Adapter, error) {
 	if name, ok := commandAdapters[base]; ok {
 		return Lookup(name)
 	}
-	return nil, fmt.Errorf("cannot tell the output format of %q from its name: give --adapter (one of %s)", base, strings.Join(Names(), ", "))
+	return nil, fmt.Errorf("cannot tell the output format of %q from its name (adapters: %s): %w", base, strings.Join(Names(), ", "), ErrNoAdapter)
 }
+
+// ErrNoAdapter is wrapped by Detect for a command whose output format it
+// cannot tell: the caller must name the adapter (the command's --adapter).
+var ErrNoAdapter = errors.New("name the adapter")
 
 // ParseError is output that does not parse.
 type ParseError struct {

@@ -306,8 +306,8 @@ func TestLookupDetect(t *testing.T) {
 			t.Errorf("Detect(%q) = %v, %v; want %s", c.argv0, a, err, c.want)
 		}
 	}
-	if _, err := Detect([]string{"./mybench"}); err == nil || !strings.Contains(err.Error(), "--adapter") {
-		t.Errorf("Detect(./mybench) = %v; want an error saying give --adapter", err)
+	if _, err := Detect([]string{"./mybench"}); !errors.Is(err, ErrNoAdapter) || !strings.Contains(err.Error(), "jsonl") {
+		t.Errorf("Detect(./mybench) = %v; want ErrNoAdapter listing the adapters", err)
 	}
 	if _, err := Lookup("nope"); err == nil || !strings.Contains(err.Error(), "jsonl") {
 		t.Errorf("Lookup(nope) = %v; want an error listing the names", err)

@@ -74,7 +74,7 @@ func Find(a *analyze.Analysis, inForce, fresh *profiles.Profile) ([]Finding, err
 		g := old.Group(v)
 		if g >= 0 {
 			groups[g].threads++
-			groups[g].byClass[t.Class] += t.Features.CPUShare
+			groups[g].byClass[string(t.Class)] += t.Features.CPUShare
 		}
 		if now == nil || t.Features.CPUShare < synthesize.HotShare {
 			continue

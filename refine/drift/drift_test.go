@@ -8,15 +8,15 @@ import (
 	"temper.codes/temper-train/profiles"
 )
 
-func thread(tid int32, comm, class string, cpu float64) analyze.Thread {
+func thread(tid int32, comm string, class analyze.Class, cpu float64) analyze.Thread {
 	return analyze.Thread{Tid: tid, Tgid: 100, Comm: comm, Process: "svc", Family: strings.TrimRight(comm, "0123456789-"), Class: class,
 		Features: analyze.Features{CPUShare: cpu}}
 }
 
-func group(name, class string, t profiles.Treatment, prefixes ...string) profiles.ThreadGroup {
+func group(name string, class analyze.Class, t profiles.Treatment, prefixes ...string) profiles.ThreadGroup {
 	g := profiles.ThreadGroup{Name: name, Treatment: t, Match: profiles.Match{CommPrefix: prefixes}}
 	if class != "" {
-		g.Evidence = &profiles.Evidence{Class: class}
+		g.Evidence = &profiles.Evidence{Class: string(class)}
 	}
 	return g
 }

@@ -164,10 +164,10 @@ func (b *Backend) Apply(ctx context.Context, p scheduler.Plan) (scheduler.Applie
 	// The state file exists before the first change, so a crash at any
 	// point leaves a record of what to put back.
 	if err := os.MkdirAll(filepath.Dir(state), 0o755); err != nil {
-		return nil, fmt.Errorf("cfs: state directory: %w (choose another with --state)", err)
+		return nil, fmt.Errorf("cfs: %w: %w", ErrStateDir, err)
 	}
 	if _, err := os.Lstat(state); err == nil {
-		return nil, fmt.Errorf("cfs: state file %s already exists, left by an apply that did not finish: revert it first (temper-train apply --revert %s) or choose another --state", state, state)
+		return nil, fmt.Errorf("cfs: state file %s %w", state, ErrStateExists)
 	}
 	if err := a.writeState(); err != nil {
 		return nil, fmt.Errorf("cfs: %w", err)

@@ -19,6 +19,7 @@ import (
 	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
+	"temper.codes/temper-train/scheduler/schedulertest"
 )
 
 // needRoot needs root to change other processes' threads, and fails the
@@ -50,23 +51,15 @@ type proc struct {
 }
 
 // startWorkload starts testdata/workload (13 named threads) and waits for
-// "ready".
+// "ready": schedulertest's workload, its threads by name.
 func startWorkload(t *testing.T) *proc {
 	t.Helper()
-	bin := gcc(t, "../../testdata/workload/workload.c")
-	p := start(t, bin, "--dir", t.TempDir(), "--rate", "500")
-	for p.lines.Scan() {
-		f := strings.Fields(p.lines.Text())
-		if len(f) == 3 && f[0] == "thread" {
-			tid, _ := strconv.Atoi(f[1])
-			p.tids[f[2]] = tid
-		}
-		if f[0] == "ready" {
-			return p
-		}
+	w := schedulertest.StartWorkload(t, schedulertest.WorkloadBinary(t))
+	p := &proc{cmd: w.Cmd, tids: map[string]int{}}
+	for tid, name := range w.Threads {
+		p.tids[name] = tid
 	}
-	t.Fatalf("workload ended before ready: %v", p.lines.Err())
-	return nil
+	return p
 }
 
 // start runs a program with stdout piped; it is stopped (SIGTERM, then
@@ -241,4 +234,28 @@ func parseCPUs(t *testing.T, list string) []int {
 	c, err := machine.ParseCPUList(list)
 	must(t, err)
 	return c
+}
+
+// waitStats refreshes and reads a's stats until moved says they show what
+// the test needs, and fails the test if they do not within limit: a loaded
+// machine delays the threads, it does not stop them.
+func waitStats(t *testing.T, a scheduler.Applied, limit time.Duration, moved func([]scheduler.GroupStats) bool) []scheduler.GroupStats {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		if err := a.Refresh(); err != nil {
+			t.Fatal(err)
+		}
+		stats, err := a.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if moved(stats) {
+			return stats
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats did not move within %v: %+v", limit, stats)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -114,6 +114,16 @@ func ReadState(path string) (*State, error) {
 	return &st, nil
 }
 
+// Errors of Apply about its state file, for the caller to say how to choose
+// another (apply names its --state flag). Test with errors.Is.
+var (
+	// ErrStateDir: the state file's directory cannot be created.
+	ErrStateDir = errors.New("cannot create the state directory")
+	// ErrStateExists: the state file is already there; revert it with
+	// RevertFile or choose another path.
+	ErrStateExists = errors.New("already exists, left by an apply that did not finish: revert it first")
+)
+
 // ErrOwnerRunning is returned by RevertFile when the apply that wrote the
 // state file still runs: it reverts by itself when stopped, and two
 // reverts racing would be worse than one.

@@ -85,7 +85,7 @@ func TestBackend(t *testing.T, newBackend func(t *testing.T) scheduler.Backend) 
 	if len(topo.Cores) < 2 {
 		need(t, fmt.Sprintf("needs 2 cores (one exclusive, one shared), this machine has %d", len(topo.Cores)))
 	}
-	bin := workloadBinary(t)
+	bin := WorkloadBinary(t)
 	env := &env{prof: prof, topo: topo, bin: bin, newBackend: newBackend}
 	t.Run("Stats", env.testStats)
 	t.Run("Refresh", env.testRefresh)
@@ -101,28 +101,41 @@ type env struct {
 	newBackend func(t *testing.T) scheduler.Backend
 }
 
-// target is a Plan.Threads over a set of processes that can change.
-type target struct {
+// Targets is a Plan.Threads (its Threads method) over a set of processes a
+// test can change while a plan is applied.
+type Targets struct {
 	mu   sync.Mutex
 	pids []int
 }
 
-func (tg *target) set(pids ...int) {
+// NewTargets returns the targets pids.
+func NewTargets(pids ...int) *Targets { return &Targets{pids: pids} }
+
+// Set replaces the processes.
+func (tg *Targets) Set(pids ...int) {
 	tg.mu.Lock()
 	tg.pids = pids
 	tg.mu.Unlock()
 }
 
-func (tg *target) threads() ([]profiles.Thread, error) {
+// Add adds a process.
+func (tg *Targets) Add(pid int) {
+	tg.mu.Lock()
+	tg.pids = append(tg.pids, pid)
+	tg.mu.Unlock()
+}
+
+// Threads lists the threads of the processes now.
+func (tg *Targets) Threads() ([]profiles.Thread, error) {
 	tg.mu.Lock()
 	pids := slices.Clone(tg.pids)
 	tg.mu.Unlock()
 	return scheduler.ListThreads(pids)
 }
 
-func (e *env) plan(t *testing.T, tg *target) scheduler.Plan {
+func (e *env) plan(t *testing.T, tg *Targets) scheduler.Plan {
 	t.Helper()
-	p, err := scheduler.NewPlan(e.prof, e.topo, tg.threads)
+	p, err := scheduler.NewPlan(e.prof, e.topo, tg.Threads)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,8 +156,8 @@ func (e *env) apply(t *testing.T, ctx context.Context, b scheduler.Backend, p sc
 }
 
 func (e *env) testStats(t *testing.T) {
-	w := startWorkload(t, e.bin)
-	tg := &target{pids: []int{w.pid}}
+	w := StartWorkload(t, e.bin)
+	tg := NewTargets(w.Pid)
 	b := e.newBackend(t)
 	a := e.apply(t, t.Context(), b, e.plan(t, tg))
 	before := time.Now()
@@ -229,21 +242,21 @@ func (e *env) checkStats(t *testing.T, a scheduler.Applied, since time.Time, n i
 }
 
 func (e *env) testRefresh(t *testing.T) {
-	w := startWorkload(t, e.bin)
-	tg := &target{pids: []int{w.pid}}
+	w := StartWorkload(t, e.bin)
+	tg := NewTargets(w.Pid)
 	a := e.apply(t, t.Context(), e.newBackend(t), e.plan(t, tg))
-	w2 := startWorkload(t, e.bin)
-	tg.set(w.pid, w2.pid)
+	w2 := StartWorkload(t, e.bin)
+	tg.Set(w.Pid, w2.Pid)
 	if err := a.Refresh(); err != nil {
 		t.Fatalf("refresh with a new process: %v", err)
 	}
 	e.checkStats(t, a, time.Time{}, 2)
-	w2.stop(t, syscall.SIGKILL)
+	w2.Stop(syscall.SIGKILL)
 	// The lister still names the dead process: its threads are gone.
 	if err := a.Refresh(); err != nil {
 		t.Fatalf("refresh after a process exited: %v", err)
 	}
-	tg.set(w.pid)
+	tg.Set(w.Pid)
 	if err := a.Refresh(); err != nil {
 		t.Fatalf("refresh: %v", err)
 	}
@@ -251,9 +264,9 @@ func (e *env) testRefresh(t *testing.T) {
 }
 
 func (e *env) testRevert(t *testing.T) {
-	w := startWorkload(t, e.bin)
+	w := StartWorkload(t, e.bin)
 	before := w.settings(t)
-	a := e.apply(t, t.Context(), e.newBackend(t), e.plan(t, &target{pids: []int{w.pid}}))
+	a := e.apply(t, t.Context(), e.newBackend(t), e.plan(t, NewTargets(w.Pid)))
 	if got := w.settings(t); maps(got, before) {
 		t.Logf("note: no thread's affinity, policy or nice changed while applied (the backend schedules without them)")
 	}
@@ -297,10 +310,10 @@ func (e *env) testRevert(t *testing.T) {
 }
 
 func (e *env) testCancel(t *testing.T) {
-	w := startWorkload(t, e.bin)
+	w := StartWorkload(t, e.bin)
 	before := w.settings(t)
 	ctx, cancel := context.WithCancel(t.Context())
-	a := e.apply(t, ctx, e.newBackend(t), e.plan(t, &target{pids: []int{w.pid}}))
+	a := e.apply(t, ctx, e.newBackend(t), e.plan(t, NewTargets(w.Pid)))
 	cancel()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -328,11 +341,11 @@ func (e *env) testCancel(t *testing.T) {
 }
 
 func (e *env) testSession(t *testing.T) {
-	w := startWorkload(t, e.bin)
+	w := StartWorkload(t, e.bin)
 	before := w.settings(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	s, err := scheduler.Start(ctx, e.newBackend(t), e.plan(t, &target{pids: []int{w.pid}}), scheduler.Options{})
+	s, err := scheduler.Start(ctx, e.newBackend(t), e.plan(t, NewTargets(w.Pid)), scheduler.Options{})
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}
@@ -402,15 +415,18 @@ func (s settings) String() string {
 	return fmt.Sprintf("CPUs %s, policy %d, nice %d", s.CPUs, s.Policy, s.Nice)
 }
 
-// workload is a running testdata/workload process.
-type workload struct {
-	cmd     *exec.Cmd
-	pid     int
-	threads map[int]string // tid → name, as the workload reported them
+// Workload is a running testdata/workload process.
+type Workload struct {
+	Cmd     *exec.Cmd
+	Pid     int
+	Threads map[int]string // tid → name, as the workload announced them
 	once    sync.Once
 }
 
-func startWorkload(t *testing.T, bin string) *workload {
+// StartWorkload starts the workload binary bin (WorkloadBinary) and waits
+// until it is ready with its 13 threads announced. It is stopped (SIGTERM)
+// and reaped when the test ends.
+func StartWorkload(t *testing.T, bin string) *Workload {
 	t.Helper()
 	cmd := exec.Command(bin, "--dir", t.TempDir(), "--rate", "500")
 	out, err := cmd.StdoutPipe()
@@ -421,51 +437,58 @@ func startWorkload(t *testing.T, bin string) *workload {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start workload: %v", err)
 	}
-	w := &workload{cmd: cmd, pid: cmd.Process.Pid, threads: map[int]string{}}
-	t.Cleanup(func() { w.stop(t, syscall.SIGTERM) })
+	w := &Workload{Cmd: cmd, Pid: cmd.Process.Pid, Threads: map[int]string{}}
+	began := time.Now()
+	t.Cleanup(func() {
+		start := time.Now()
+		w.Stop(syscall.SIGTERM)
+		t.Logf("workload %d stopped in %v", w.Pid, time.Since(start).Round(time.Millisecond))
+	})
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) == 1 && f[0] == "ready" {
+			t.Logf("workload %d ready in %v", w.Pid, time.Since(began).Round(time.Millisecond))
 			go func() {
 				for sc.Scan() {
 				}
 			}()
-			if len(w.threads) != 13 {
-				t.Fatalf("workload announced %d threads, want 13", len(w.threads))
+			if len(w.Threads) != 13 {
+				t.Fatalf("workload announced %d threads, want 13", len(w.Threads))
 			}
 			return w
 		}
 		if len(f) == 3 && f[0] == "thread" {
 			tid, _ := strconv.Atoi(f[1])
-			w.threads[tid] = f[2]
+			w.Threads[tid] = f[2]
 		}
 	}
 	t.Fatalf("workload exited before ready: %v", sc.Err())
 	return nil
 }
 
-// stop ends the workload with sig (SIGKILL after 10 s) and reaps it.
-func (w *workload) stop(t *testing.T, sig syscall.Signal) {
+// Stop ends the workload with sig (SIGKILL after 10 s) and reaps it; it
+// does so once, however often it is called.
+func (w *Workload) Stop(sig syscall.Signal) {
 	w.once.Do(func() {
-		w.cmd.Process.Signal(sig)
+		w.Cmd.Process.Signal(sig)
 		done := make(chan struct{})
-		go func() { w.cmd.Wait(); close(done) }()
+		go func() { w.Cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(10 * time.Second):
-			w.cmd.Process.Kill()
+			w.Cmd.Process.Kill()
 			<-done
 		}
 	})
 }
 
 // settings reads every announced thread's settings.
-func (w *workload) settings(t *testing.T) map[int]settings {
+func (w *Workload) settings(t *testing.T) map[int]settings {
 	t.Helper()
 	var proc procfs.FS
 	out := map[int]settings{}
-	for tid := range w.threads {
+	for tid := range w.Threads {
 		st, err := proc.Stat(tid)
 		if err != nil {
 			t.Fatalf("thread %d: %v", tid, err)
@@ -479,8 +502,9 @@ func (w *workload) settings(t *testing.T) map[int]settings {
 	return out
 }
 
-// workloadBinary returns $TEMPER_WORKLOAD or builds testdata/workload.
-func workloadBinary(t *testing.T) string {
+// WorkloadBinary returns $TEMPER_WORKLOAD (the VM image's) or builds
+// testdata/workload with gcc into the test's temporary directory.
+func WorkloadBinary(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("TEMPER_WORKLOAD"); p != "" {
 		return p

@@ -33,7 +33,7 @@ func unsupported(format string, args ...any) error {
 func (b *Backend) Probe() error {
 	if _, err := os.Stat(b.sysfs); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return unsupported("%s does not exist: this kernel (%s) was built without CONFIG_SCHED_CLASS_EXT; use a kernel with sched_ext (Linux ≥ 6.12) or --backend cfs", b.sysfs, kernelRelease())
+			return unsupported("%s does not exist: this kernel (%s) was built without CONFIG_SCHED_CLASS_EXT; use a kernel with sched_ext (Linux ≥ 6.12) or the CFS backend", b.sysfs, kernelRelease())
 		}
 		return unsupported("%v", err)
 	}

@@ -9,7 +9,6 @@ package scx
 // without sched_ext is no failure even under CI.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,7 +18,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -52,85 +50,25 @@ func needSchedExt(t *testing.T) *Backend {
 	return b
 }
 
-// vmFile returns a file the VM image provides: the workload binary or the
-// test profile. Outside the VM, the repository's copies.
+// vmFile returns a file the VM image provides (the test profile); outside
+// the VM, the repository's copy.
 func vmFile(t *testing.T, env, fallback string) string {
 	t.Helper()
 	if p := os.Getenv(env); p != "" {
 		return p
 	}
-	need.File(t, "the file "+env+" names in the VM", fallback, "set "+env+" (make demo builds bin/workload)")
+	need.File(t, "the file "+env+" names in the VM", fallback, "set "+env)
 	return fallback
 }
 
-// workload is a running testdata/workload process.
-type workload struct {
-	cmd     *exec.Cmd
-	pid     int
-	threads map[int]string // tid → name, as the workload reported them
-}
-
-func startWorkload(t *testing.T) *workload {
+// startWorkload starts testdata/workload (the VM image's, $TEMPER_WORKLOAD).
+func startWorkload(t *testing.T) *schedulertest.Workload {
 	t.Helper()
-	bin := vmFile(t, "TEMPER_WORKLOAD", "../../bin/workload")
-	cmd := exec.Command(bin, "--dir", t.TempDir(), "--rate", "500")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start workload: %v", err)
-	}
-	w := &workload{cmd: cmd, pid: cmd.Process.Pid, threads: map[int]string{}}
-	began := time.Now()
-	t.Cleanup(func() {
-		start := time.Now()
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-		t.Logf("workload %d stopped in %v", w.pid, time.Since(start).Round(time.Millisecond))
-	})
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) == 1 && f[0] == "ready" {
-			t.Logf("workload %d ready in %v", w.pid, time.Since(began).Round(time.Millisecond))
-			go func() {
-				for sc.Scan() {
-				}
-			}()
-			return w
-		}
-		if len(f) == 3 && f[0] == "thread" {
-			tid, _ := strconv.Atoi(f[1])
-			w.threads[tid] = f[2]
-		}
-	}
-	t.Fatalf("workload exited before ready: %v", sc.Err())
-	return nil
-}
-
-// targets is a Plan.Threads over a set of processes the test can grow.
-type targets struct {
-	mu   sync.Mutex
-	pids []int
-}
-
-func (tg *targets) add(pid int) {
-	tg.mu.Lock()
-	tg.pids = append(tg.pids, pid)
-	tg.mu.Unlock()
-}
-
-func (tg *targets) threads() ([]profiles.Thread, error) {
-	tg.mu.Lock()
-	pids := slices.Clone(tg.pids)
-	tg.mu.Unlock()
-	return scheduler.ListThreads(pids)
+	return schedulertest.StartWorkload(t, schedulertest.WorkloadBinary(t))
 }
 
 // vmPlan builds the plan of testdata/vmtest/profile.toml for the targets.
-func vmPlan(t *testing.T, tg *targets) scheduler.Plan {
+func vmPlan(t *testing.T, tg *schedulertest.Targets) scheduler.Plan {
 	t.Helper()
 	prof, err := profiles.Load(vmFile(t, "TEMPER_VMTEST_PROFILE", "../../testdata/vmtest/profile.toml"))
 	if err != nil {
@@ -140,7 +78,7 @@ func vmPlan(t *testing.T, tg *targets) scheduler.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pl, err := scheduler.NewPlan(prof, topo, tg.threads)
+	pl, err := scheduler.NewPlan(prof, topo, tg.Threads)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +126,7 @@ func lastRun(tid int) (cpu int, cputime uint64, err error) {
 func TestVMApplyRevert(t *testing.T) {
 	b := needSchedExt(t)
 	w := startWorkload(t)
-	tg := &targets{pids: []int{w.pid}}
+	tg := schedulertest.NewTargets(w.Pid)
 	p := vmPlan(t, tg)
 	owned := p.Cores.Exclusive[0]
 	t.Logf("topology: %d CPUs; compute owns CPUs %v, shared %v", len(p.Topology.CPUs), owned, p.Cores.Shared)
@@ -217,7 +155,7 @@ func TestVMApplyRevert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for tid, name := range w.threads {
+	for tid, name := range w.Threads {
 		if got[tid] != expectedGroup(name) {
 			t.Errorf("thread %d %s is in layer %q, want %q", tid, name, got[tid], expectedGroup(name))
 		}
@@ -232,7 +170,7 @@ func TestVMApplyRevert(t *testing.T) {
 	bad, seen := map[string]int{}, map[string]int{}
 	ran := map[int]uint64{}
 	for i := 0; i < 41; i++ {
-		for tid, name := range w.threads {
+		for tid, name := range w.Threads {
 			cpu, cputime, err := lastRun(tid)
 			if err != nil {
 				t.Fatal(err)
@@ -260,7 +198,7 @@ func TestVMApplyRevert(t *testing.T) {
 
 	// A second process of the target appears: Refresh assigns its threads.
 	w2 := startWorkload(t)
-	tg.add(w2.pid)
+	tg.Add(w2.Pid)
 	if err := a.Refresh(); err != nil {
 		t.Fatalf("refresh: %v", err)
 	}
@@ -268,7 +206,7 @@ func TestVMApplyRevert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for tid, name := range w2.threads {
+	for tid, name := range w2.Threads {
 		if got[tid] != expectedGroup(name) {
 			t.Errorf("after refresh: thread %d %s is in layer %q, want %q", tid, name, got[tid], expectedGroup(name))
 		}
@@ -315,7 +253,7 @@ func TestVMApplyRevert(t *testing.T) {
 func TestVMSecondSchedulerRefused(t *testing.T) {
 	b := needSchedExt(t)
 	w := startWorkload(t)
-	p := vmPlan(t, &targets{pids: []int{w.pid}})
+	p := vmPlan(t, schedulertest.NewTargets(w.Pid))
 	app, err := b.Apply(context.Background(), p)
 	if err != nil {
 		t.Fatalf("apply: %v", err)
@@ -358,7 +296,7 @@ func TestVMVerifierRejection(t *testing.T) {
 		return nil
 	}
 	w := startWorkload(t)
-	_, err := b.Apply(context.Background(), vmPlan(t, &targets{pids: []int{w.pid}}))
+	_, err := b.Apply(context.Background(), vmPlan(t, schedulertest.NewTargets(w.Pid)))
 	if err == nil {
 		t.Fatal("a broken program loaded")
 	}
@@ -374,7 +312,7 @@ func TestVMVerifierRejection(t *testing.T) {
 func TestVMEjectionReported(t *testing.T) {
 	b := needSchedExt(t)
 	w := startWorkload(t)
-	app, err := b.Apply(context.Background(), vmPlan(t, &targets{pids: []int{w.pid}}))
+	app, err := b.Apply(context.Background(), vmPlan(t, schedulertest.NewTargets(w.Pid)))
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -420,7 +358,7 @@ func TestVMKfuncWorkaround(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := buildConfig(vmPlan(t, &targets{}))
+	cfg, err := buildConfig(vmPlan(t, schedulertest.NewTargets()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -585,7 +523,7 @@ func TestVMYieldNotStarved(t *testing.T) {
 	w := startWorkload(t)
 	tasks := taskSnapshot()
 	start := time.Now()
-	app, err := b.Apply(context.Background(), vmPlan(t, &targets{pids: []int{w.pid}}))
+	app, err := b.Apply(context.Background(), vmPlan(t, schedulertest.NewTargets(w.Pid)))
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -645,7 +583,7 @@ func TestVMContextCancelDetaches(t *testing.T) {
 	w := startWorkload(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	app, err := b.Apply(ctx, vmPlan(t, &targets{pids: []int{w.pid}}))
+	app, err := b.Apply(ctx, vmPlan(t, schedulertest.NewTargets(w.Pid)))
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -681,7 +619,7 @@ func TestVMContract(t *testing.T) {
 func TestVMSwitchover(t *testing.T) {
 	b := needSchedExt(t)
 	w := startWorkload(t)
-	plan := vmPlan(t, &targets{pids: []int{w.pid}})
+	plan := vmPlan(t, schedulertest.NewTargets(w.Pid))
 	const n = 5
 	var total time.Duration
 	for i := 0; i < n; i++ {
