@@ -65,13 +65,11 @@ run_memcached() {
 }
 # PostgreSQL 15 under pgbench (TPC-B like, scale 10, 4 clients), closed loop,
 # synchronous_commit off. Open loop was tried first and refused by
-# calibration, p99 noise (1.4826·MAD/median of 8 stock trials) far above
-# any effect worth finding: at 300/s with commits waiting for this machine's
-# disk flush, 54-65% at bg=0-1 (the CPUs idle most of the time and a wake-up
-# from idle on this VM is slow and uneven: bg=0 was slower and noisier than
-# bg=4); at 1500/s with synchronous_commit off, 41-93% (near saturation the
-# schedule lag builds up). Closed loop has neither: its tail understates
-# queueing (coordinated omission), as the report says.
+# calibration, p99 noise far above any effect worth finding (docs/
+# refine-results.md has the figures): at 300/s the CPUs idle most of the time
+# and a wake-up from idle on this VM is slow and uneven; at 1500/s the
+# schedule lag builds up near saturation. Closed loop has neither: its tail
+# understates queueing (coordinated omission), as the report says.
 run_postgres() {
 	local bin=/usr/lib/postgresql/15/bin
 	[ -x $bin/postgres ] || { echo "ladder-servers: $bin/postgres not found (apt-get install postgresql-15)" >&2; exit 1; }
