@@ -2,8 +2,6 @@ package kubejob
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"os"
@@ -33,18 +31,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
-}
-
 // newNamespace creates a namespace for one test.
 func newNamespace(t *testing.T, api *kubetest.Server, prefix string) string {
 	t.Helper()
-	ns := prefix + "-" + randomHex(4)
+	ns := prefix + "-" + kubetest.RandomHex(4)
 	if _, err := api.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
@@ -69,7 +59,7 @@ func createPod(t *testing.T, api *kubetest.Server, ns, name, node string) *corev
 // clientFor is a kubejob Client authenticating with token.
 func clientFor(t *testing.T, api *kubetest.Server, token string) *Client {
 	t.Helper()
-	path, err := api.Kubeconfig("kc-"+randomHex(4), token)
+	path, err := api.Kubeconfig("kc-"+kubetest.RandomHex(4), token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +92,7 @@ func serviceAccountToken(t *testing.T, api *kubetest.Server, ns, name string) st
 func grant(t *testing.T, api *kubetest.Server, ns, user string, rules ...rbacv1.PolicyRule) {
 	t.Helper()
 	ctx := context.Background()
-	name := "grant-" + randomHex(4)
+	name := "grant-" + kubetest.RandomHex(4)
 	if _, err := api.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +111,7 @@ func startRun(t *testing.T, api *kubetest.Server, pod *corev1.Pod, jobNS string,
 	t.Helper()
 	c := clientFor(t, api, kubetest.AdminToken)
 	s := Spec{Pod: pod, Image: "registry.example/temper-train:test", Namespace: jobNS, Stage: StageObserve,
-		Args: []string{"--duration", "2s"}, RunID: NewRunID(StageObserve, pod.Name, time.Now()) + "-" + randomHex(2),
+		Args: []string{"--duration", "2s"}, RunID: NewRunID(StageObserve, pod.Name, time.Now()) + "-" + kubetest.RandomHex(2),
 		Deadline: time.Minute, TTL: time.Hour}
 	if edit != nil {
 		edit(&s)

@@ -122,13 +122,9 @@ cycle-NN/ (each cycle's observe, analysis, profiles, refine ledger and REPORT.md
 
   # Redis under redis-benchmark: scripts/canary-redis.sh`,
 		RunE: func(cmd *cobra.Command, a []string) error {
-			var command []string
-			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
-				command = a[dash:]
-				a = a[:dash]
-			}
-			if len(a) != 0 {
-				return usageError{fmt.Errorf("unexpected argument %q (a command to run goes after --)", a[0])}
+			command, err := commandAfterDash(cmd, a)
+			if err != nil {
+				return err
 			}
 			return runCanary(cmd, f, command)
 		},

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -46,14 +44,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
-}
-
 // fakeNode is a node of the test cluster on this machine: a name, and the
 // kubelet's cgroup tree for its pods (kubepods/...), built under a test
 // directory of the machine's cpu (v1) or unified (v2) hierarchy.
@@ -70,7 +60,7 @@ func newFakeNode(t *testing.T) *fakeNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &fakeNode{name: "temper-node-" + randomHex(3)}
+	n := &fakeNode{name: "temper-node-" + kubetest.RandomHex(3)}
 	for _, m := range all {
 		if m.FSType == "cgroup2" || m.FSType == "cgroup" && slices.Contains(m.SuperOptions, "cpu") {
 			n.hierarchy = m.MountPoint
@@ -80,7 +70,7 @@ func newFakeNode(t *testing.T) *fakeNode {
 	if n.hierarchy == "" {
 		need.Unmet(t, "a cgroup v2 or cgroup v1 cpu hierarchy", "mount one")
 	}
-	n.cgroupRoot = filepath.Join(n.hierarchy, "temper-job-test-"+randomHex(4))
+	n.cgroupRoot = filepath.Join(n.hierarchy, "temper-job-test-"+kubetest.RandomHex(4))
 	if err := os.Mkdir(n.cgroupRoot, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -126,9 +116,9 @@ func (n *fakeNode) runPod(t *testing.T, api *kubetest.Server, ns, name, workload
 	if err != nil {
 		t.Fatal(err)
 	}
-	id := randomHex(32)
+	id := kubetest.RandomHex(32)
 	pod.Status.Phase = corev1.PodRunning
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "registry.example/workload:1", ImageID: "sha256:" + randomHex(32),
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", Image: "registry.example/workload:1", ImageID: "sha256:" + kubetest.RandomHex(32),
 		ContainerID: "containerd://" + id, Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.Now()}}}}
 	if pod, err = api.Client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -403,7 +393,7 @@ func newJobEnv(t *testing.T) *jobEnv {
 	needTracing(t)
 	need.Tool(t, "unshare", "util-linux")
 	api := testAPI.Need(t)
-	e := &jobEnv{api: api, node: newFakeNode(t), ns: "shop-" + randomHex(3), image: buildCLI(t), admin: api.AdminKubeconfig}
+	e := &jobEnv{api: api, node: newFakeNode(t), ns: "shop-" + kubetest.RandomHex(3), image: buildCLI(t), admin: api.AdminKubeconfig}
 	if _, err := api.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -528,7 +518,7 @@ func checkJobErr(t *testing.T, code int, stderr string, node nodeRun, outcome ku
 func TestJobPermissions(t *testing.T) {
 	api := testAPI.Need(t)
 	ctx := context.Background()
-	ns := "shop-" + randomHex(3)
+	ns := "shop-" + kubetest.RandomHex(3)
 	if _, err := api.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

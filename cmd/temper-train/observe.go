@@ -70,14 +70,9 @@ Needs root (or CAP_BPF with CAP_PERFMON) and a kernel with BPF ring buffers (5.8
   temper-train observe --cgroup /sys/fs/cgroup/unified/system.slice/redis.service
   temper-train observe --duration 5s -- redis-benchmark -q -n 100000`,
 		RunE: func(cmd *cobra.Command, a []string) error {
-			var command []string
-			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
-				if dash > 0 {
-					return usageError{fmt.Errorf("unexpected argument %q before --", a[0])}
-				}
-				command = a
-			} else if len(a) > 0 {
-				return usageError{fmt.Errorf("unexpected argument %q (a command to run goes after --)", a[0])}
+			command, err := commandAfterDash(cmd, a)
+			if err != nil {
+				return err
 			}
 			return runObserve(cmd, f, command)
 		},

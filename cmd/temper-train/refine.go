@@ -127,11 +127,7 @@ cycles and a regression rolled back at once: 'temper-train canary'.`,
   temper-train refine my.toml --bench 'wrk -t2 -c20 -d5s --latency http://127.0.0.1:8080/' -- ./server
   temper-train refine my.toml --pid 4242 --bench 'wrk ...' --resume refine-my-20261125-2130/ledger.jsonl`,
 		RunE: func(cmd *cobra.Command, a []string) error {
-			var command []string
-			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
-				command = a[dash:]
-				a = a[:dash]
-			}
+			a, command := splitDash(cmd, a)
 			if canary {
 				return usageError{errors.New("--canary: the canary loop is its own command, 'temper-train canary' (it synthesizes its own candidates; see its --help)")}
 			}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"temper.codes/temper-train/observe/target"
@@ -37,4 +39,26 @@ func (f *targetFlags) given() bool { return f.pid != 0 || f.cgroup != "" || f.po
 func (f *targetFlags) spec() target.Spec {
 	return target.Spec{Pid: f.pid, Cgroup: f.cgroup, Pod: f.pod, Container: f.container,
 		Kubeconfig: f.kubeconfig, NodeName: f.node}
+}
+
+// splitDash splits a subcommand's arguments at "--": its own arguments
+// before it and the command to run after it (nil without "--").
+func splitDash(cmd *cobra.Command, a []string) (args, command []string) {
+	if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+		return a[:dash], a[dash:]
+	}
+	return a, nil
+}
+
+// commandAfterDash is the command after "--" of a subcommand that takes no
+// argument of its own (nil without "--").
+func commandAfterDash(cmd *cobra.Command, a []string) ([]string, error) {
+	args, command := splitDash(cmd, a)
+	if len(args) == 0 {
+		return command, nil
+	}
+	if command != nil {
+		return nil, usageError{fmt.Errorf("unexpected argument %q before --", args[0])}
+	}
+	return nil, usageError{fmt.Errorf("unexpected argument %q (a command to run goes after --)", args[0])}
 }

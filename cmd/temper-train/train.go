@@ -50,13 +50,9 @@ A command after -- is started once and serves every stage (the benchmark starts
   temper-train train --id redis --ladder 0,2 --max-time 20m \
       --bench 'redis-benchmark -p 6390 -c 20 -n 20000 -t get --csv' -- redis-server --port 6390`,
 		RunE: func(cmd *cobra.Command, a []string) error {
-			var command []string
-			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
-				command = a[dash:]
-				a = a[:dash]
-			}
-			if len(a) != 0 {
-				return usageError{fmt.Errorf("unexpected argument %q (a command to run goes after --)", a[0])}
+			command, err := commandAfterDash(cmd, a)
+			if err != nil {
+				return err
 			}
 			return runTrain(cmd, f, command)
 		},

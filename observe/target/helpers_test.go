@@ -1,8 +1,6 @@
 package target
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"temper.codes/temper-train/internal/kubetest"
 	"temper.codes/temper-train/internal/mountinfo"
 	"temper.codes/temper-train/internal/need"
 )
@@ -37,7 +36,7 @@ func newCgroupTestRoots(t *testing.T) cgroupTestRoots {
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := "temper-target-test-" + randomHex(6)
+	name := "temper-target-test-" + kubetest.RandomHex(6)
 	var r cgroupTestRoots
 	for _, m := range cgroupMounts(all) {
 		switch {
@@ -137,14 +136,6 @@ func startSleep(t *testing.T, dir string) int {
 		}
 	}
 	return pid
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return hex.EncodeToString(b)
 }
 
 // checkErr checks that err matches want with errors.Is and that its message

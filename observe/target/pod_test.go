@@ -65,7 +65,7 @@ type testPod struct {
 // newNamespace creates a namespace for one test.
 func newNamespace(t *testing.T, api *kubetest.Server) string {
 	t.Helper()
-	ns := "target-test-" + randomHex(4)
+	ns := "target-test-" + kubetest.RandomHex(4)
 	_, err := api.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create namespace: %v", err)
@@ -103,13 +103,13 @@ func createPod(t *testing.T, api *kubetest.Server, ns, name, node string, qos co
 	if !started {
 		return tp
 	}
-	tp.appID, tp.sidecarID = randomHex(32), randomHex(32)
+	tp.appID, tp.sidecarID = kubetest.RandomHex(32), kubetest.RandomHex(32)
 	now := metav1.NewTime(time.Now())
 	status := func(c corev1.Container, id string) corev1.ContainerStatus {
 		return corev1.ContainerStatus{
 			Name:        c.Name,
 			Image:       c.Image,
-			ImageID:     c.Image + "@sha256:" + randomHex(32),
+			ImageID:     c.Image + "@sha256:" + kubetest.RandomHex(32),
 			ContainerID: "containerd://" + id,
 			Ready:       true,
 			Started:     new(true),
