@@ -61,7 +61,7 @@ demo: setup build
 	@echo "$(DEMO)/observe/trace.pftrace opens in https://ui.perfetto.dev; $(DEMO)/analysis.json, wake-graph.dot (and .svg) and plots/ hold the analysis; $(DEMO)/profiles the synthesized profile; $(DEMO)/refine/REPORT.md the measurements against stock CFS, ledger.jsonl every trial"
 
 # What the tests need beyond Debian packages, built or downloaded once into
-# the cache: etcd + kube-apiserver for observe/target's pod tests (~8 min
+# the cache: etcd + kube-apiserver for target's pod tests (~8 min
 # cold) and the sched_ext kernel with its BTF for scheduler/scx and vmtest.
 testdeps: setup
 	@scripts/kube-bins.sh >/dev/null

@@ -17,6 +17,13 @@ type Candidate struct {
 	Builtin bool
 }
 
+// RelPath is where a profile lives in a profiles tree: <id>/<shape-key>.toml,
+// relative to the tree's root. synthesize writes there, LoadDir reads there
+// and a profiles repository commits there.
+func RelPath(id string, shape Shape) string {
+	return filepath.Join(id, shape.Key()+".toml")
+}
+
 // LoadDir loads a profiles tree: dir/<id>/<shape-key>.toml, the layout
 // synthesize writes and git keeps. Each file's id must equal its directory
 // name and its machine_shape's key (Shape.Key) its file name, so that a
@@ -54,8 +61,8 @@ func LoadDir(dir string) ([]Candidate, error) {
 		if p.ID != parts[0] {
 			return fmt.Errorf("%s: id %q does not match its directory %q; move the file to %s", path, p.ID, parts[0], filepath.Join(dir, p.ID, parts[1]))
 		}
-		if key := p.MachineShape.Key(); key+".toml" != parts[1] {
-			return fmt.Errorf("%s: machine_shape is %s but the file is named %s; rename it to %s.toml", path, key, parts[1], key)
+		if want := RelPath(p.ID, p.MachineShape); filepath.ToSlash(want) != filepath.ToSlash(rel) {
+			return fmt.Errorf("%s: machine_shape is %s but the file is named %s; rename it to %s.toml", path, p.MachineShape.Key(), parts[1], p.MachineShape.Key())
 		}
 		cs = append(cs, Candidate{Profile: p, Source: path})
 		return nil

@@ -69,3 +69,14 @@ func HasErrors(fs []Finding) bool {
 	}
 	return false
 }
+
+// FirstError is the first error among fs, the one a caller that refuses a
+// profile names; ok is false when fs holds warnings only.
+func FirstError(fs []Finding) (f Finding, ok bool) {
+	for _, f := range fs {
+		if f.Severity == Error {
+			return f, true
+		}
+	}
+	return Finding{}, false
+}

@@ -207,8 +207,8 @@ func (l *linter) fields(i int) {
 	if g.Weight != 0 && (g.Weight < 1 || g.Weight > 10000) {
 		l.errorf(i, "weight", "%d is outside 1..10000 (100 is the default; leave it out to weigh by treatment)", g.Weight)
 	}
-	if g.SliceUs != 0 && (g.SliceUs < minSliceUs || g.SliceUs > maxSliceUs) {
-		l.errorf(i, "slice_us", "%d µs is outside %d..%d µs; leave it out for the backend's default", g.SliceUs, minSliceUs, maxSliceUs)
+	if g.SliceUs != 0 && (g.SliceUs < MinSliceUs || g.SliceUs > MaxSliceUs) {
+		l.errorf(i, "slice_us", "%d µs is outside %d..%d µs; leave it out for the backend's default", g.SliceUs, MinSliceUs, MaxSliceUs)
 	}
 	if g.RTPriority != 0 {
 		switch {
@@ -245,6 +245,6 @@ func (l *linter) fields(i int) {
 // Bounds of slice_us: below 50 µs a slice is mostly context-switch cost;
 // above 100 ms the group would hog a CPU for human-visible time.
 const (
-	minSliceUs = 50
-	maxSliceUs = 100_000
+	MinSliceUs = 50
+	MaxSliceUs = 100_000
 )

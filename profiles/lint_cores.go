@@ -202,3 +202,31 @@ func (l *linter) crowded(i, hot, shared, tpc int) {
 		l.warnf(i, field, "%s %d hot threads share the %d cores left after exclusive groups: with SMT%d some will run on sibling hyperthreads of one core", who, hot, shared, tpc)
 	}
 }
+
+// CPUFractionFor is ExclusiveCoresFor run backwards, the one inverse of the
+// core rule: the cpu_fraction, in ten-thousandths (basis points), that makes
+// ceil(fraction × request) exactly cores, taking the largest multiple of
+// 0.05 at most maxBP that does, else of 0.01, 0.001, 0.0001 (a large request
+// leaves a narrow window: (cores−1)/request < f ≤ cores/request). The
+// largest gives the group as much of the request as its cores allow. It
+// also returns the step the fraction is a multiple of; ok is false when no
+// fraction up to maxBP gives exactly cores.
+func CPUFractionFor(cores, requestMillicores, maxBP int) (bp, step int, ok bool) {
+	if cores <= 0 || requestMillicores <= 0 {
+		return 0, 0, false
+	}
+	maxBP = min(maxBP, 10000)
+	for _, step := range []int{500, 100, 10, 1} {
+		for k := maxBP / step; k >= 1; k-- {
+			bp := k * step
+			c := ExclusiveCoresFor(float64(bp)/10000, requestMillicores)
+			if c < cores {
+				break
+			}
+			if c == cores {
+				return bp, step, true
+			}
+		}
+	}
+	return 0, 0, false
+}

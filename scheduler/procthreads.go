@@ -17,7 +17,7 @@ import (
 var ErrThreadGone = procfs.ErrGone
 
 // ThreadsOf returns a Plan.Threads function for a target whose processes
-// change over time: tgids gives the current processes (observe/target's
+// change over time: tgids gives the current processes (target's
 // Target.Refresh), and every thread of each is listed with ListThreads.
 func ThreadsOf(tgids func() ([]int, error)) func() ([]profiles.Thread, error) {
 	return func() ([]profiles.Thread, error) {

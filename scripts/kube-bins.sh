@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds etcd and kube-apiserver from the Go module proxy for the tests that
-# need a real Kubernetes API server (observe/target), and prints the directory
+# need a real Kubernetes API server (target), and prints the directory
 # holding the two binaries. Point the tests at it with KUBE_BINS=<that dir>;
 # without KUBE_BINS they look in the same default place this script uses.
 #

@@ -152,7 +152,7 @@ func (s *sizer) exclusiveOrDemote(g *group, ms []member, hot int, cpus float64) 
 	var bp, step int
 	if why == "" {
 		var ok bool
-		if bp, step, ok = chooseFraction(n, s.request, s.leftBP); !ok {
+		if bp, step, ok = profiles.CPUFractionFor(n, s.request, s.leftBP); !ok {
 			why = fmt.Sprintf("request %dm cannot give %d whole core%s: ceil(f × %s) = %d needs a cpu_fraction f of more than %s, and %s of the request is left",
 				s.request, n, plural(n), cpusOf(s.request), n, decimal(int64(n-1)*10_000_000/int64(s.request), 4), decimal(int64(s.leftBP), 4))
 		}
@@ -197,32 +197,6 @@ func hotList(g *group, ms []member) string {
 		names = append(names, fmt.Sprintf("%s %s", display(m.th.Comm), trimFloat(m.th.Features.CPUShare, 3)))
 	}
 	return strings.Join(names, ", ")
-}
-
-// chooseFraction finds the cpu_fraction (in 1/10000) that makes
-// ceil(fraction × request) exactly n cores: the largest multiple of 0.05 at
-// most maxBP that does, else of 0.01, 0.001, 0.0001 (a large request
-// leaves a narrow window: (n−1)/request < f ≤ n/request). The largest gives
-// the group as much of the request as its cores allow. It checks with
-// profiles.ExclusiveCoresFor, the rule lint applies, so the two agree
-// exactly. It also returns the step the fraction is a multiple of.
-func chooseFraction(n, request, maxBP int) (bp, step int, ok bool) {
-	if n <= 0 || request <= 0 {
-		return 0, 0, false
-	}
-	for _, step := range []int{500, 100, 10, 1} {
-		for k := maxBP / step; k >= 1; k-- {
-			bp := k * step
-			c := profiles.ExclusiveCoresFor(float64(bp)/10000, request)
-			if c < n {
-				break
-			}
-			if c == n {
-				return bp, step, true
-			}
-		}
-	}
-	return 0, 0, false
 }
 
 // sizing writes ceil(f × request) out exactly: f has at most four decimals

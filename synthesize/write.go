@@ -33,7 +33,7 @@ func (r *Result) TOML() ([]byte, error) {
 
 // Path is where the profile goes under dir: <dir>/<id>/<shape-key>.toml.
 func (r *Result) Path(dir string) string {
-	return filepath.Join(dir, r.Profile.ID, r.Profile.MachineShape.Key()+".toml")
+	return filepath.Join(dir, profiles.RelPath(r.Profile.ID, r.Profile.MachineShape))
 }
 
 // WriteFile writes the profile to Path(dir), creating <dir>/<id>, and

@@ -18,7 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"temper.codes/temper-train/machine"
-	"temper.codes/temper-train/observe/target"
+	"temper.codes/temper-train/target"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"

@@ -20,7 +20,7 @@ import (
 
 	"temper.codes/temper-train/analyze"
 	"temper.codes/temper-train/machine"
-	"temper.codes/temper-train/observe/target"
+	"temper.codes/temper-train/target"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine"
 	"temper.codes/temper-train/refine/background"

@@ -21,7 +21,7 @@ import (
 	"temper.codes/temper-train/observe"
 	"temper.codes/temper-train/observe/record"
 	"temper.codes/temper-train/observe/snapshot"
-	"temper.codes/temper-train/observe/target"
+	"temper.codes/temper-train/target"
 )
 
 // observeFlags are observe's command-line settings.

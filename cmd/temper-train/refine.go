@@ -27,7 +27,7 @@ import (
 
 	"temper.codes/temper-train/internal/atomicfile"
 	"temper.codes/temper-train/machine"
-	"temper.codes/temper-train/observe/target"
+	"temper.codes/temper-train/target"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine"
 	"temper.codes/temper-train/refine/background"

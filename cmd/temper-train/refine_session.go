@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"temper.codes/temper-train/machine"
-	"temper.codes/temper-train/observe/target"
+	"temper.codes/temper-train/target"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine"
 	"temper.codes/temper-train/scheduler"

@@ -5,12 +5,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"temper.codes/temper-train/observe/target"
+	"temper.codes/temper-train/target"
 )
 
 // targetFlags name a live workload on this node: observe traces it, apply
 // changes how its threads are scheduled. Both resolve it with
-// observe/target.
+// target.
 type targetFlags struct {
 	pid        int
 	cgroup     string

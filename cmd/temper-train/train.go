@@ -13,7 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"temper.codes/temper-train/observe/target"
+	"temper.codes/temper-train/target"
 	"temper.codes/temper-train/refine/bench"
 )
 

@@ -1,6 +1,6 @@
 // Package kube loads Kubernetes client credentials the way kubectl does
 // (plus the in-cluster service account) and makes REST clients for single
-// API groups. observe/target (--pod) and kubejob (temper-train job) share it,
+// API groups. target (--pod) and kubejob (temper-train job) share it,
 // so both pick credentials by one rule.
 //
 // The clients are rest.RESTClients over a scheme that holds only the group

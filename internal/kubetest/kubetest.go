@@ -1,5 +1,5 @@
 // Package kubetest starts a real etcd and kube-apiserver for tests that
-// talk to Kubernetes (observe/target's --pod resolution, kubejob's Jobs).
+// talk to Kubernetes (target's --pod resolution, kubejob's Jobs).
 // The binaries are built by scripts/kube-bins.sh (make test runs it); a
 // test without them needs them (internal/need: a skip on a developer
 // machine, a failure under CI), and `go test -short` skips it, saying so.

@@ -1,7 +1,7 @@
 // Package mountinfo parses /proc/PID/mountinfo, the kernel's table of the
 // mounts in a process's mount namespace (proc_pid_mountinfo(5)).
 //
-// It is the one parser of that file in this module: observe/target and
+// It is the one parser of that file in this module: target and
 // observe/snapshot look up the cgroup v1 and v2 hierarchies in it, and
 // internal/tracefs looks up where tracefs is mounted. Each of them builds its
 // own small view from []Mount; the details of the format — the variable

@@ -8,7 +8,7 @@ import (
 )
 
 // parseTests are mountinfo texts and the mounts they hold. The cgroup layouts
-// are the ones observe/target and observe/snapshot look their hierarchies up
+// are the ones target and observe/snapshot look their hierarchies up
 // in; the tracefs lines are the ones internal/tracefs looks for.
 var parseTests = []struct {
 	name string

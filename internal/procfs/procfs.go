@@ -4,7 +4,7 @@
 // (ROOT/PID/task/TID/...), the threads of a process and the processes of the
 // system.
 //
-// It is the one reader of those files in this module: observe/target walks
+// It is the one reader of those files in this module: target walks
 // process trees with it, observe/snapshot records thread states, observe
 // names a trace's threads, scheduler lists the threads its matchers see and
 // scheduler/cfs tells threads apart by start time. The details — the command

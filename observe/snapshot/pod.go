@@ -1,7 +1,7 @@
 package snapshot
 
 // Pod is the Kubernetes metadata of an observed pod, as the API server
-// reported it when the target was resolved. It is filled by observe/target
+// reported it when the target was resolved. It is filled by target
 // for `observe --pod` and embedded in the snapshot so that synthesize can key
 // a profile to the pod's images and annotations without asking the cluster
 // again.

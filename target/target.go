@@ -1,7 +1,8 @@
-// Package target resolves what `temper-train observe` traces — a process and
-// its descendants, a cgroup, a command started for the trace, or a Kubernetes
-// pod (or one of its containers) running on this node — into the thread-group
-// ids (tgids) whose scheduling events the tracer keeps.
+// Package target resolves the workload every stage acts on — observe traces
+// it, apply, refine and canary change how its threads are scheduled: a
+// process and its descendants, a cgroup, a command started for the run, or a
+// Kubernetes pod (or one of its containers) running on this node, resolved
+// into its thread-group ids (tgids).
 //
 // A target is resolved once (Resolve) and then refreshed while the trace runs
 // (Target.Refresh): processes fork and exit, and only the current set of
