@@ -19,17 +19,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"temper.codes/temper-train/analyze"
+	"temper.codes/temper-train/canary/drift"
 	"temper.codes/temper-train/machine"
-	"temper.codes/temper-train/target"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine"
 	"temper.codes/temper-train/refine/background"
 	"temper.codes/temper-train/refine/bench"
-	"temper.codes/temper-train/refine/drift"
 	"temper.codes/temper-train/refine/ledger"
 	"temper.codes/temper-train/refine/stats"
 	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/synthesize"
+	"temper.codes/temper-train/target"
 )
 
 // canaryFlags are the canary loop's settings: train's (refine's, --id,
