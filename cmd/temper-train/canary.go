@@ -233,7 +233,7 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 		if err != nil {
 			return fmt.Errorf("--git-commit: %w", err)
 		}
-		repo = gitCommitFlag{r}
+		repo = r
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -297,17 +297,6 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 		f.id, tgt.Description, backend.Name(), f.interval, f.bench, cfg.Metric, filepath.Join(dir, canary.LedgerFile))
 	return canary.Run(ctx, canary.Config{ID: f.id, Dir: dir, Refine: cfg, Interval: f.interval, Cycles: f.cycles, MaxFailures: f.maxFailures,
 		OnExit: onExit, Drills: drills, Start: start, StartPath: f.start}, env)
-}
-
-// gitCommitFlag is --git-commit's repository: its errors name the flag.
-type gitCommitFlag struct{ r *canary.GitRepo }
-
-func (g gitCommitFlag) Commit(src []byte, lint func(*profiles.Profile) []profiles.Finding, msg string) (string, error) {
-	c, err := g.r.Commit(src, lint, msg)
-	if err != nil {
-		return "", fmt.Errorf("--git-commit: %w", err)
-	}
-	return c, nil
 }
 
 // onceNotes prints each distinct note once: the backend repeats its notes
