@@ -103,7 +103,7 @@ type world struct {
 	repo          Committer // nil: commits
 }
 
-func (w *world) run(t *testing.T, cfg Config) (error, *ledger.Ledger) {
+func (w *world) run(t *testing.T, cfg Config) (*ledger.Ledger, error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -169,7 +169,7 @@ func (w *world) run(t *testing.T, cfg Config) (error, *ledger.Ledger) {
 	if lerr != nil {
 		t.Fatal(lerr)
 	}
-	return err, l
+	return l, err
 }
 
 func canceled() context.Context {
@@ -338,7 +338,7 @@ func TestRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := tc.w
-			err, l := w.run(t, tc.cfg)
+			l, err := w.run(t, tc.cfg)
 			if tc.err == nil && err != nil {
 				t.Fatalf("loop: %v", err)
 			}
@@ -409,7 +409,7 @@ func TestRunCommitsToGit(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := world{refines: []outcome{{kept: candA}}, checks: []refine.State{refine.Passed}, repo: repo}
-	err, l := w.run(t, Config{Cycles: 1})
+	l, err := w.run(t, Config{Cycles: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
