@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/need"
-	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine/ledger"
 )
 
@@ -323,87 +322,5 @@ func TestCanaryDirtyRepo(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Errorf("a dirty repository still started the loop")
-	}
-}
-
-func testLintCFS(p *profiles.Profile) []profiles.Finding {
-	shape := profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1, NUMANodes: 1}
-	return profiles.Lint(p, profiles.LintOptions{Backend: "cfs", Shape: &shape})
-}
-
-const goodProfile = `schema_version = 1
-id = "svc"
-
-[machine_shape]
-logical_cpus = 2
-cores = 2
-threads_per_core = 1
-
-[[thread_groups]]
-name = "workers"
-match = { comm_prefix = ["wl-worker"] }
-treatment = "latency"
-
-[[thread_groups]]
-name = "rest"
-match = { all = true }
-treatment = "normal"
-`
-
-// TestProfileRepo: what --git-commit commits and what it refuses.
-func TestProfileRepo(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		setup   func(t *testing.T, dir string)
-		profile string
-		err     string // "" commits
-	}{
-		{"commits", nil, goodProfile, ""},
-		{"lint error never committed", nil, strings.Replace(goodProfile, `match = { all = true }`, `match = { }`, 1), "fails lint"},
-		{"untracked file", func(t *testing.T, dir string) { writeTestFile(t, dir, "notes.txt", "x") }, goodProfile, "uncommitted changes"},
-		{"merge conflict", func(t *testing.T, dir string) {
-			writeTestFile(t, dir, "a.txt", "base\n")
-			gitOut(t, dir, "add", "a.txt")
-			gitOut(t, dir, "commit", "-q", "-m", "a")
-			gitOut(t, dir, "checkout", "-q", "-b", "other")
-			writeTestFile(t, dir, "a.txt", "other\n")
-			gitOut(t, dir, "commit", "-q", "-am", "other")
-			gitOut(t, dir, "checkout", "-q", "-")
-			writeTestFile(t, dir, "a.txt", "mine\n")
-			gitOut(t, dir, "commit", "-q", "-am", "mine")
-			exec.Command("git", "-C", dir, "merge", "-q", "other").Run() // conflicts
-		}, goodProfile, "unresolved merge conflicts"},
-		{"hook refuses", func(t *testing.T, dir string) {
-			writeTestFile(t, dir, ".git/hooks/pre-commit", "#!/bin/sh\necho no >&2\nexit 1\n")
-			os.Chmod(filepath.Join(dir, ".git/hooks/pre-commit"), 0o755)
-		}, goodProfile, "not committed"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := gitRepo(t)
-			if tc.setup != nil {
-				tc.setup(t, dir)
-			}
-			head := gitOut(t, dir, "rev-parse", "HEAD")
-			commit, err := profileRepo{dir: dir}.commit([]byte(tc.profile), testLintCFS, "svc: test\n\nevidence")
-			path := filepath.Join(dir, "profiles", "svc", "2cpu-2c-smt1.toml")
-			if tc.err == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := gitOut(t, dir, "show", "--name-only", "--format=%s", commit); got != "svc: test\n\nprofiles/svc/2cpu-2c-smt1.toml" {
-					t.Errorf("commit: %q", got)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.err) || strings.Contains(err.Error(), "\n") {
-				t.Fatalf("err %v, want one line with %q", err, tc.err)
-			}
-			if h := gitOut(t, dir, "rev-parse", "HEAD"); h != head {
-				t.Errorf("HEAD moved to %s", h)
-			}
-			if _, err := os.Stat(path); err == nil {
-				t.Errorf("%s left behind", path)
-			}
-		})
 	}
 }
