@@ -7,12 +7,14 @@ import (
 	"strings"
 )
 
-// Rule is the acceptance rule for one primary metric.
+// Rule is the acceptance rule for one primary metric. Dir must be one of
+// the two directions: the decision functions panic on the zero value
+// rather than guess (check it first with Direction.Check).
 type Rule struct {
 	Metric    string  // name printed in decision lines, e.g. "p99_ms"
 	Alpha     float64 // significance level of the U test, e.g. 0.05
 	MinEffect float64 // smallest relative improvement worth keeping, e.g. 0.05
-	Dir       int8    // -1 lower is better, +1 higher is better
+	Dir       Direction
 }
 
 // Verdict is the outcome of one decision.
@@ -102,11 +104,8 @@ func DecideRound(round []Pair, r Rule) []Decision {
 }
 
 func decide(c Comparison, r Rule, alpha float64, note string) Decision {
+	dir := r.Dir.sign()
 	d := Decision{Comparison: c, Alpha: alpha}
-	dir := float64(r.Dir)
-	if dir == 0 {
-		dir = -1
-	}
 	rel := c.Rel
 	// better/worse bounds of the relative shift, in the rule's direction.
 	worstGain, bestGain := dir*rel.Lo, dir*rel.Hi
@@ -132,14 +131,14 @@ func decide(c Comparison, r Rule, alpha float64, note string) Decision {
 	case worstGain > r.MinEffect:
 		d.Verdict = Better
 		why = fmt.Sprintf("accepted: p=%.3g < α=%.3g and the whole interval is ≥ %s %s",
-			c.P, alpha, pct(r.MinEffect), betterWord(r.Dir))
+			c.P, alpha, pct(r.MinEffect), r.Dir.Better())
 	case bestGain < 0:
 		d.Verdict = Worse
 		why = fmt.Sprintf("rejected: worse, p=%.3g < α=%.3g", c.P, alpha)
 	default:
 		d.Verdict = NoDifference
 		why = fmt.Sprintf("rejected: p=%.3g < α=%.3g but the interval does not clear %s %s",
-			c.P, alpha, pct(r.MinEffect), betterWord(r.Dir))
+			c.P, alpha, pct(r.MinEffect), r.Dir.Better())
 	}
 	if note != "" {
 		why += " (" + note + ")"
@@ -204,26 +203,17 @@ func pct(x float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", 100*x), "0"), ".") + "%"
 }
 
-func betterWord(dir int8) string {
-	if dir > 0 {
-		return "higher"
-	}
-	return "lower"
-}
-
 // Regresses is the guard check: does cand make a guard metric (throughput,
 // errors) worse than bound with significance? bound is a relative
 // magnitude in the worse direction (0.05 and -0.05 both mean "5% worse").
 // It regresses when p < alpha and the Hodges–Lehmann estimate of the
 // relative shift is worse than the bound: a veto needs evidence that the
 // metric moved at all and an estimate that it moved too far.
-func Regresses(base, cand []float64, dir int8, bound, alpha float64) (bool, Decision) {
+func Regresses(base, cand []float64, dir Direction, bound, alpha float64) (bool, Decision) {
+	sign := dir.sign()
 	c := Compare(base, cand, 1-alpha)
-	if dir == 0 {
-		dir = 1
-	}
 	bound = math.Abs(bound)
-	loss := -float64(dir) * c.Rel.Center
+	loss := -sign * c.Rel.Center
 	d := Decision{Comparison: c, Alpha: alpha, Verdict: NoDifference}
 	var why string
 	switch {
