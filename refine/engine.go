@@ -125,6 +125,23 @@ type engine struct {
 // reverts whatever it applied before it returns, on every path. The
 // returned Result is filled as far as the run got, also with an error.
 func Run(ctx context.Context, cfg Config, base *profiles.Profile, env Env) (*Result, error) {
+	e, err := newEngine(cfg, env)
+	if err != nil {
+		return nil, err
+	}
+	defer e.revert()
+	err = e.run(ctx, base)
+	if rerr := e.revert(); rerr != nil && err == nil {
+		err = fmt.Errorf("revert: %w", rerr)
+	}
+	e.res.Trials = e.trials
+	return e.res, err
+}
+
+// newEngine is the one setup of a run and of a guard check: cfg with its
+// defaults and checked, env with a real sleep and a silent log where they
+// are unset.
+func newEngine(cfg Config, env Env) (*engine, error) {
 	cfg.Defaults()
 	if err := cfg.Check(); err != nil {
 		return nil, err
@@ -135,14 +152,7 @@ func Run(ctx context.Context, cfg Config, base *profiles.Profile, env Env) (*Res
 	if env.Log == nil {
 		env.Log = func(string, ...any) {}
 	}
-	e := &engine{cfg: cfg, env: env, begin: time.Now(), res: &Result{}, noted: map[string]bool{}}
-	defer e.revert()
-	err := e.run(ctx, base)
-	if rerr := e.revert(); rerr != nil && err == nil {
-		err = fmt.Errorf("revert: %w", rerr)
-	}
-	e.res.Trials = e.trials
-	return e.res, err
+	return &engine{cfg: cfg, env: env, begin: time.Now(), res: &Result{}, noted: map[string]bool{}}, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -194,12 +204,8 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 	if err != nil {
 		return err
 	}
-	if fs := e.env.Lint(base); profiles.HasErrors(fs) {
-		for _, f := range fs {
-			if f.Severity == profiles.Error {
-				return fmt.Errorf("input profile: %s; nothing was changed", f)
-			}
-		}
+	if f, bad := profiles.FirstError(e.env.Lint(base)); bad {
+		return fmt.Errorf("input profile: %s; nothing was changed", f)
 	}
 	cands, rej, err := Candidates(base, e.env.Lint)
 	if err != nil {

@@ -158,15 +158,8 @@ func Candidates(p *profiles.Profile, lint func(*profiles.Profile) []profiles.Fin
 			continue
 		}
 		seen[arm.Hash] = true
-		var first *profiles.Finding
-		for _, f := range lint(q) {
-			if f.Severity == profiles.Error {
-				first = &f
-				break
-			}
-		}
-		if first != nil {
-			rejected = append(rejected, Rejected{Arm: arm, Finding: first.String()})
+		if f, bad := profiles.FirstError(lint(q)); bad {
+			rejected = append(rejected, Rejected{Arm: arm, Finding: f.String()})
 			continue
 		}
 		ok = append(ok, arm)
