@@ -89,8 +89,7 @@ func CheckCandidate(ctx context.Context, cfg Config, last, cand *profiles.Profil
 		switch sds[i].Verdict {
 		case stats.Worse:
 			if worse == "" {
-				worse = fmt.Sprintf("%s worse at bg=%d (%s [%s %s], p=%.3g)", c.Metric, bg,
-					stats.FormatShift(float64(d.Effect.Center)), stats.FormatShift(float64(d.Effect.Lo)), stats.FormatShift(float64(d.Effect.Hi)), float64(d.P))
+				worse = fmt.Sprintf("%s worse at bg=%d (%s, p=%.3g)", c.Metric, bg, d.Shift(), float64(d.P))
 			}
 		case stats.Better:
 			better = true

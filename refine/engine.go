@@ -583,7 +583,7 @@ func (e *engine) rule() stats.Rule {
 func guardFails(gs []ledger.Guard) string {
 	for _, g := range gs {
 		if g.Regresses {
-			return fmt.Sprintf("%s moved %+.1f%% (bound %.1f%% worse, p=%.3g)", g.Metric, 100*float64(g.Effect), 100*g.Bound, float64(g.P))
+			return fmt.Sprintf("%s moved %s (bound %.1f%% worse, p=%.3g)", g.Metric, stats.FormatShift(float64(g.Effect)), 100*g.Bound, float64(g.P))
 		}
 	}
 	return ""

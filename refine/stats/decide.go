@@ -156,9 +156,8 @@ func Line(metric string, c Comparison) string {
 	if metric != "" {
 		b.WriteString(metric + "  ")
 	}
-	fmt.Fprintf(&b, "%s → %s  n=%d+%d  Δ %s [%s %s] (%s)  p=%.3g",
-		ival(c.Base), ival(c.Cand), c.NBase, c.NCand,
-		FormatShift(c.Rel.Center), FormatShift(c.Rel.Lo), FormatShift(c.Rel.Hi), pct(c.Confidence), c.P)
+	fmt.Fprintf(&b, "%s → %s  n=%d+%d  Δ %s (%s)  p=%.3g",
+		ival(c.Base), ival(c.Cand), c.NBase, c.NCand, FormatEffect(c.Rel), pct(c.Confidence), c.P)
 	return b.String()
 }
 
@@ -184,6 +183,13 @@ func FormatValue(x float64) string {
 		return fmt.Sprintf("%.4gk", x/1e3)
 	}
 	return fmt.Sprintf("%.4g", x)
+}
+
+// FormatEffect prints a relative shift with its interval, the one way a
+// decision's effect is written (decision lines, the canary's reasons and
+// commit messages): "-7.2% [-11.0% -3.1%]".
+func FormatEffect(rel Interval) string {
+	return FormatShift(rel.Center) + " [" + FormatShift(rel.Lo) + " " + FormatShift(rel.Hi) + "]"
 }
 
 // FormatShift prints a relative shift as a signed percentage: "-7.2%".

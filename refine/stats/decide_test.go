@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -133,5 +134,20 @@ func TestRegresses(t *testing.T) {
 	}
 	if got, d := Regresses(base8[:3], scaled(base8[:3], 0.5), HigherIsBetter, 0.05, 0.05); got || d.Verdict != TooFewSamples {
 		t.Errorf("n=3: %v %v", got, d.Verdict)
+	}
+}
+
+func TestFormatEffect(t *testing.T) {
+	for _, tc := range []struct {
+		rel  Interval
+		want string
+	}{
+		{Interval{Lo: -0.11, Center: -0.072, Hi: -0.031}, "-7.2% [-11.0% -3.1%]"},
+		{Interval{Lo: math.Inf(-1), Center: 0.05, Hi: math.Inf(1)}, "+5.0% [-∞ +∞]"},
+		{Interval{Lo: math.NaN(), Center: math.NaN(), Hi: math.NaN()}, "— [— —]"},
+	} {
+		if got := FormatEffect(tc.rel); got != tc.want {
+			t.Errorf("FormatEffect(%+v) = %q; want %q", tc.rel, got, tc.want)
+		}
 	}
 }
