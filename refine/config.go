@@ -116,8 +116,18 @@ func (c *Config) Check() error {
 			return fmt.Errorf("background level %d: want ≥ 0 spinners", l)
 		}
 	}
+	// The least a run can do is calibrate and make the final comparison;
+	// a trial budget below that is refused before the first trial.
+	if cal, fin := c.trials(c.CalibrationN), c.trials(c.FinalN); c.MaxTrials > 0 && cal+fin > c.MaxTrials {
+		return fmt.Errorf("%w: at most %d trials, but calibration (%d trials: %d per arm × %d background level(s)) and the final comparison (%d trials: %d per arm × %d) need at least %d; raise the maximum trials or lower the sample sizes",
+			ErrBudget, c.MaxTrials, cal, c.CalibrationN, len(c.Ladder), fin, c.FinalN, len(c.Ladder), cal+fin)
+	}
 	return nil
 }
+
+// trials is the number of trials a comparison of n per arm takes: both
+// arms at every background level.
+func (c *Config) trials(n int) int { return 2 * n * len(c.Ladder) }
 
 // Scheduler puts an arm's profile in force on the target.
 type Scheduler interface {

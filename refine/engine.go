@@ -45,8 +45,11 @@ const (
 // the minimum effect within the n refine may use.
 var ErrNoisy = errors.New("benchmark too noisy")
 
-// ErrBudget is wrapped when the budget cannot hold the final comparison
-// after calibration: the run measures nothing worth keeping.
+// ErrBudget is wrapped when the budget (Config.MaxTrials, Config.MaxTime)
+// cannot hold calibration and the final comparison: the run would measure
+// nothing worth keeping. Config.Check refuses a trial budget that is too
+// small before the first trial; a time budget is known to be too small
+// only once calibration has timed the trials.
 var ErrBudget = errors.New("budget")
 
 // errBudget stops the hill climbing when the next stage would not fit.
@@ -191,7 +194,7 @@ func (e *engine) note(format string, args ...any) error {
 func (e *engine) levels() int { return len(e.cfg.Ladder) }
 
 // trialsOf is the number of trials a comparison of n per arm takes.
-func (e *engine) trialsOf(n int) int { return 2 * n * e.levels() }
+func (e *engine) trialsOf(n int) int { return e.cfg.trials(n) }
 
 func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 	c := &e.cfg
@@ -226,7 +229,7 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 
 	reserve := e.trialsOf(c.FinalN)
 	if !e.fits(0, reserve) {
-		return fmt.Errorf("%w: the final comparison alone needs %d more trials (%d per arm and level) and %s leaves room for fewer after %d trials of calibration; raise the budget or the minimum effect",
+		return fmt.Errorf("%w: the final comparison alone needs %d more trials (%d per arm and level) and the budget (%s) leaves room for fewer after %d trials of calibration; raise the budget or the minimum effect",
 			ErrBudget, reserve, c.FinalN, e.budgetString(), e.trials)
 	}
 	for e.round = 1; e.round <= c.MaxRounds; e.round++ {
@@ -235,7 +238,7 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 			e.res.Rounds = append(e.res.Rounds, r.Round)
 		}
 		if errors.Is(err, errBudget) {
-			e.res.Stopped = fmt.Sprintf("budget: round %d would not fit %s with the final comparison", e.round, e.budgetString())
+			e.res.Stopped = fmt.Sprintf("budget: round %d would not fit the budget (%s) with the final comparison", e.round, e.budgetString())
 			break
 		}
 		if err != nil {
@@ -257,23 +260,25 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 		}
 	}
 	if e.res.Stopped == "" {
-		e.res.Stopped = fmt.Sprintf("--max-rounds %d reached", c.MaxRounds)
+		e.res.Stopped = fmt.Sprintf("reached the maximum of %d rounds", c.MaxRounds)
 	}
 	e.env.Log("hill climbing stopped: %s; %d step(s) accepted", e.res.Stopped, len(e.res.Accepted))
 	e.res.Refined = incumbent.Profile
 	return e.final(ctx, stock, incumbent)
 }
 
+// budgetString says the budget in the engine's words (Config's fields);
+// the command that set them may name its flags.
 func (e *engine) budgetString() string {
 	var parts []string
 	if e.cfg.MaxTrials > 0 {
-		parts = append(parts, fmt.Sprintf("--max-trials %d", e.cfg.MaxTrials))
+		parts = append(parts, fmt.Sprintf("at most %d trials", e.cfg.MaxTrials))
 	}
 	if e.cfg.MaxTime > 0 {
-		parts = append(parts, fmt.Sprintf("--max-time %s", e.cfg.MaxTime))
+		parts = append(parts, fmt.Sprintf("at most %s", e.cfg.MaxTime))
 	}
 	if len(parts) == 0 {
-		return "no limit but convergence and --max-rounds"
+		return fmt.Sprintf("no limit but convergence and the maximum of %d rounds", e.cfg.MaxRounds)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -301,7 +306,7 @@ func (e *engine) fits(n, reserve int) bool {
 }
 
 // budgeted is the trials the run will have made at its end as far as it
-// can tell now: the plan, cut to what --max-trials and --max-time leave (the
+// can tell now: the plan, cut to what MaxTrials and MaxTime leave (the
 // final comparison is inside that budget: fits keeps it there).
 func (e *engine) budgeted() int {
 	n := e.planned
@@ -389,7 +394,7 @@ func (e *engine) calibrate(ctx context.Context, stock Arm) error {
 				return fmt.Errorf("%w: %s varies %.1f%% between runs of %s (1.4826·MAD/median of %d trials at bg=%d) against the minimum effect %.1f%%: confirming would need about %d trials per arm, more than %d; lengthen the benchmark, quiet the machine or raise the minimum effect",
 					ErrNoisy, c.Metric, 100*worst, stock.Step.Param, 2*c.CalibrationN, worstBg, 100*c.MinEffect, n, c.MaxN)
 			}
-			if err := e.note("noise: %s %.1f%% (1.4826·MAD/median) at bg=%d is large against --min-effect %.1f%%: confirm and final n raised from %d to %d per arm",
+			if err := e.note("noise: %s %.1f%% (1.4826·MAD/median) at bg=%d is large against the minimum effect %.1f%%: confirm and final n raised from %d to %d per arm",
 				c.Metric, 100*worst, worstBg, 100*c.MinEffect, need, n); err != nil {
 				return err
 			}

@@ -399,6 +399,11 @@ func TestReplayIsExact(t *testing.T) {
 	if rep, err := ReportOf(l, ReportInfo{}); err != nil || rep.Duration <= 0 || rep.Trials != 29 {
 		t.Errorf("report of the cut-off run: %v, %d trials in %v (want 29 in > 0s)", err, rep.Trials, rep.Duration)
 	}
+	for info, want := range map[string]string{"": "its ledger can resume it", "--resume": "resume it with --resume"} {
+		if rep, _ := ReportOf(l, ReportInfo{Resume: info}); !strings.Contains(rep.Stopped, want) {
+			t.Errorf("cut-off run with Resume %q: stopped %q, want %q in it", info, rep.Stopped, want)
+		}
+	}
 	env2 := env
 	env2.Done = l.Done()
 	ran := 0
@@ -430,6 +435,26 @@ func TestBudget(t *testing.T) {
 	}
 	if res.Trials > 60 || !strings.HasPrefix(res.Stopped, "budget") || len(res.Final) != 1 {
 		t.Errorf("%d trials, stopped %q, %d final decisions", res.Trials, res.Stopped, len(res.Final))
+	}
+}
+
+// TestBudgetRefusedAtOnce: a trial budget below calibration plus the final
+// comparison is refused with the numbers before any trial runs.
+func TestBudgetRefusedAtOnce(t *testing.T) {
+	sched := &fakeScheduler{}
+	cfg := testConfig(2)
+	cfg.MaxTrials = 4
+	ran := 0
+	bench := func(context.Context, string) (map[string]float64, error) {
+		ran++
+		return nil, errors.New("no trial should run")
+	}
+	_, err := Run(context.Background(), cfg, testProfile(), testEnv(t, sched, bench))
+	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "at most 4 trials") || !strings.Contains(err.Error(), "need at least 24") {
+		t.Errorf("err %v; want ErrBudget with the numbers", err)
+	}
+	if ran != 0 || sched.applies != 0 {
+		t.Errorf("%d trials ran and %d profiles were applied before refusing", ran, sched.applies)
 	}
 }
 

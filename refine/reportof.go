@@ -14,6 +14,10 @@ import (
 type ReportInfo struct {
 	OpenLoop bool
 	Caveats  []string
+	// Resume says how to resume a run that was cut off, in the words of
+	// the caller (a command names its flag); empty: the report says only
+	// that the ledger can resume it.
+	Resume string
 }
 
 // ReportOf builds the report of a run from its ledger alone, so a report
@@ -45,7 +49,10 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 		r.Refined = l.End.Refined
 		r.Duration = l.End.Time.Sub(h.Start)
 	} else {
-		r.Stopped = "the run did not finish (cut off; resume it with --resume)"
+		r.Stopped = "the run did not finish (cut off; its ledger can resume it)"
+		if info.Resume != "" {
+			r.Stopped = "the run did not finish (cut off; resume it with " + info.Resume + ")"
+		}
 		// A run cut off has no end record: its length is up to the last
 		// trial that finished.
 		for _, e := range l.Ends {

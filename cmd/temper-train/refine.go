@@ -500,7 +500,7 @@ func writeReport(dir, ledgerPath string, openLoop bool, prof *profiles.Profile) 
 	if ownsCores(prof) {
 		caveats = append(caveats, "the benchmark client ran on this machine, outside the workload: while a profile owned whole cores, the client shared the remaining CPUs with the background spinners, so the client's own slowdown is in that arm's numbers (on a node the client is elsewhere)")
 	}
-	r, err := refine.ReportOf(l, refine.ReportInfo{OpenLoop: openLoop, Caveats: caveats})
+	r, err := refine.ReportOf(l, refine.ReportInfo{OpenLoop: openLoop, Caveats: caveats, Resume: "--resume"})
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}

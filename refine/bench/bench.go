@@ -144,7 +144,7 @@ func Detect(argv []string) (Adapter, error) {
 }
 
 // ErrNoAdapter is wrapped by Detect for a command whose output format it
-// cannot tell: the caller must name the adapter (the command's --adapter).
+// cannot tell: the caller must name the adapter (Lookup).
 var ErrNoAdapter = errors.New("name the adapter")
 
 // ParseError is output that does not parse.

@@ -247,7 +247,8 @@ type Cycle struct {
 	Before string `json:"before"`
 	After  string `json:"after"`
 	// Candidate is the hash of the profile the cycle checked, and
-	// CandidatePath its file; Drill marks one planted by --drill.
+	// CandidatePath its file; Drill marks one planted on purpose
+	// (a drill: a known-harmful profile that the check must roll back).
 	Candidate     string   `json:"candidate,omitempty"`
 	CandidatePath string   `json:"candidate_path,omitempty"`
 	Drill         bool     `json:"drill,omitempty"`
