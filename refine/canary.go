@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine/ledger"
@@ -47,21 +46,15 @@ type Check struct {
 // the comparison's trials in the ledger; it must be new there. Whatever it
 // applied is reverted before it returns.
 func CheckCandidate(ctx context.Context, cfg Config, last, cand *profiles.Profile, n int, id string, env Env) (*Check, error) {
-	cfg.Defaults()
-	if err := cfg.Check(); err != nil {
+	env.Reference = last
+	e, err := newEngine(cfg, env)
+	if err != nil {
 		return nil, err
 	}
 	if n < 2 || n%2 != 0 {
 		return nil, fmt.Errorf("guard check n = %d: want an even number ≥ 2", n)
 	}
-	if env.Sleep == nil {
-		env.Sleep = sleep
-	}
-	if env.Log == nil {
-		env.Log = func(string, ...any) {}
-	}
-	env.Reference = last
-	e := &engine{cfg: cfg, env: env, begin: time.Now(), res: &Result{}, noted: map[string]bool{}}
+	c := &e.cfg
 	defer e.revert()
 	ref, err := e.referenceArm()
 	if err != nil {
@@ -71,12 +64,8 @@ func CheckCandidate(ctx context.Context, cfg Config, last, cand *profiles.Profil
 	if err != nil {
 		return nil, fmt.Errorf("candidate: %w", err)
 	}
-	if fs := env.Lint(cand); profiles.HasErrors(fs) {
-		for _, f := range fs {
-			if f.Severity == profiles.Error {
-				return nil, fmt.Errorf("candidate %s fails lint, not applied: %s", arm.Hash, f)
-			}
-		}
+	if f, bad := profiles.FirstError(e.env.Lint(cand)); bad {
+		return nil, fmt.Errorf("candidate %s fails lint, not applied: %s", arm.Hash, f)
 	}
 	e.stage, e.step = StageCanary, ref.Step.Param+" vs candidate "+arm.Hash
 	e.planned = e.trialsOf(n)
@@ -85,13 +74,13 @@ func CheckCandidate(ctx context.Context, cfg Config, last, cand *profiles.Profil
 		return nil, err
 	}
 	var round []stats.Pair
-	for _, bg := range cfg.Ladder {
-		round = append(round, stats.Pair{Base: values(ps[bg][0], cfg.Metric), Cand: values(ps[bg][1], cfg.Metric)})
+	for _, bg := range c.Ladder {
+		round = append(round, stats.Pair{Base: values(ps[bg][0], c.Metric), Cand: values(ps[bg][1], c.Metric)})
 	}
 	sds := stats.DecideRound(round, e.rule())
 	chk := &Check{}
 	better, worse, guard := false, "", ""
-	for i, bg := range cfg.Ladder {
+	for i, bg := range c.Ladder {
 		d := e.decision(StageCanary, arm, bg, ps[bg], sds[i])
 		d.Step = e.step
 		if g := guardFails(d.Guards); g != "" && guard == "" {
@@ -100,8 +89,7 @@ func CheckCandidate(ctx context.Context, cfg Config, last, cand *profiles.Profil
 		switch sds[i].Verdict {
 		case stats.Worse:
 			if worse == "" {
-				worse = fmt.Sprintf("%s worse at bg=%d (%s [%s %s], p=%.3g)", cfg.Metric, bg,
-					stats.FormatShift(float64(d.Effect.Center)), stats.FormatShift(float64(d.Effect.Lo)), stats.FormatShift(float64(d.Effect.Hi)), float64(d.P))
+				worse = fmt.Sprintf("%s worse at bg=%d (%s, p=%.3g)", c.Metric, bg, d.Shift(), float64(d.P))
 			}
 		case stats.Better:
 			better = true

@@ -16,9 +16,12 @@ import (
 // ledger's header; a resumed run takes it from there so that it replays
 // the same plan.
 type Config struct {
-	Metric string  `json:"metric"` // the primary metric, e.g. p99_ms
-	Dir    int8    `json:"dir"`    // -1 lower is better, +1 higher
-	Guards []Guard `json:"guards"`
+	Metric string `json:"metric"` // the primary metric, e.g. p99_ms
+	// Dir is which way Metric improves (bench.DirectionOf tells it from the
+	// name); the ledger records it as -1 or +1. It has no default: Check
+	// refuses the zero value.
+	Dir    stats.Direction `json:"dir"`
+	Guards []Guard         `json:"guards"`
 	// Ladder lists the background levels (CPU spinners) every comparison is
 	// measured at; [0] when no background is asked for.
 	Ladder    []int   `json:"ladder"`
@@ -49,9 +52,9 @@ type Config struct {
 // Guard is a metric that must not regress beyond Bound (relative, e.g.
 // 0.05: 5% worse) for a candidate to be accepted.
 type Guard struct {
-	Metric string  `json:"metric"`
-	Dir    int8    `json:"dir"`
-	Bound  float64 `json:"bound"`
+	Metric string          `json:"metric"`
+	Dir    stats.Direction `json:"dir"` // no default, as Config.Dir
+	Bound  float64         `json:"bound"`
 }
 
 // Defaults fills the zero fields of c with refine's defaults.
@@ -91,8 +94,8 @@ func (c *Config) Check() error {
 	switch {
 	case c.Metric == "":
 		return errors.New("no metric")
-	case c.Dir != -1 && c.Dir != 1:
-		return fmt.Errorf("metric %s: direction %d, want -1 or +1", c.Metric, c.Dir)
+	case c.Dir.Check() != nil:
+		return fmt.Errorf("metric %s: %w", c.Metric, c.Dir.Check())
 	case !(c.Alpha > 0 && c.Alpha < 0.5):
 		return fmt.Errorf("alpha %v: want 0 < alpha < 0.5", c.Alpha)
 	case !(c.MinEffect >= 0 && c.MinEffect < 1):
@@ -103,13 +106,28 @@ func (c *Config) Check() error {
 	if p := stats.MinP(c.ScreenN, c.ScreenN); p >= c.ScreenP {
 		return fmt.Errorf("screen n = %d: its smallest p-value, %.3g, cannot reach the screen's %.2g; screen with n ≥ %d", c.ScreenN, p, c.ScreenP, screenNeed(c.ScreenP))
 	}
+	for _, g := range c.Guards {
+		if err := g.Dir.Check(); err != nil {
+			return fmt.Errorf("guard %s: %w", g.Metric, err)
+		}
+	}
 	for _, l := range c.Ladder {
 		if l < 0 {
 			return fmt.Errorf("background level %d: want ≥ 0 spinners", l)
 		}
 	}
+	// The least a run can do is calibrate and make the final comparison;
+	// a trial budget below that is refused before the first trial.
+	if cal, fin := c.trials(c.CalibrationN), c.trials(c.FinalN); c.MaxTrials > 0 && cal+fin > c.MaxTrials {
+		return fmt.Errorf("%w: at most %d trials, but calibration (%d trials: %d per arm × %d background level(s)) and the final comparison (%d trials: %d per arm × %d) need at least %d; raise the maximum trials or lower the sample sizes",
+			ErrBudget, c.MaxTrials, cal, c.CalibrationN, len(c.Ladder), fin, c.FinalN, len(c.Ladder), cal+fin)
+	}
 	return nil
 }
+
+// trials is the number of trials a comparison of n per arm takes: both
+// arms at every background level.
+func (c *Config) trials(n int) int { return 2 * n * len(c.Ladder) }
 
 // Scheduler puts an arm's profile in force on the target.
 type Scheduler interface {

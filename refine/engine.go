@@ -45,8 +45,11 @@ const (
 // the minimum effect within the n refine may use.
 var ErrNoisy = errors.New("benchmark too noisy")
 
-// ErrBudget is wrapped when the budget cannot hold the final comparison
-// after calibration: the run measures nothing worth keeping.
+// ErrBudget is wrapped when the budget (Config.MaxTrials, Config.MaxTime)
+// cannot hold calibration and the final comparison: the run would measure
+// nothing worth keeping. Config.Check refuses a trial budget that is too
+// small before the first trial; a time budget is known to be too small
+// only once calibration has timed the trials.
 var ErrBudget = errors.New("budget")
 
 // errBudget stops the hill climbing when the next stage would not fit.
@@ -125,6 +128,23 @@ type engine struct {
 // reverts whatever it applied before it returns, on every path. The
 // returned Result is filled as far as the run got, also with an error.
 func Run(ctx context.Context, cfg Config, base *profiles.Profile, env Env) (*Result, error) {
+	e, err := newEngine(cfg, env)
+	if err != nil {
+		return nil, err
+	}
+	defer e.revert()
+	err = e.run(ctx, base)
+	if rerr := e.revert(); rerr != nil && err == nil {
+		err = fmt.Errorf("revert: %w", rerr)
+	}
+	e.res.Trials = e.trials
+	return e.res, err
+}
+
+// newEngine is the one setup of a run and of a guard check: cfg with its
+// defaults and checked, env with a real sleep and a silent log where they
+// are unset.
+func newEngine(cfg Config, env Env) (*engine, error) {
 	cfg.Defaults()
 	if err := cfg.Check(); err != nil {
 		return nil, err
@@ -135,14 +155,7 @@ func Run(ctx context.Context, cfg Config, base *profiles.Profile, env Env) (*Res
 	if env.Log == nil {
 		env.Log = func(string, ...any) {}
 	}
-	e := &engine{cfg: cfg, env: env, begin: time.Now(), res: &Result{}, noted: map[string]bool{}}
-	defer e.revert()
-	err := e.run(ctx, base)
-	if rerr := e.revert(); rerr != nil && err == nil {
-		err = fmt.Errorf("revert: %w", rerr)
-	}
-	e.res.Trials = e.trials
-	return e.res, err
+	return &engine{cfg: cfg, env: env, begin: time.Now(), res: &Result{}, noted: map[string]bool{}}, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
@@ -181,7 +194,7 @@ func (e *engine) note(format string, args ...any) error {
 func (e *engine) levels() int { return len(e.cfg.Ladder) }
 
 // trialsOf is the number of trials a comparison of n per arm takes.
-func (e *engine) trialsOf(n int) int { return 2 * n * e.levels() }
+func (e *engine) trialsOf(n int) int { return e.cfg.trials(n) }
 
 func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 	c := &e.cfg
@@ -194,12 +207,8 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 	if err != nil {
 		return err
 	}
-	if fs := e.env.Lint(base); profiles.HasErrors(fs) {
-		for _, f := range fs {
-			if f.Severity == profiles.Error {
-				return fmt.Errorf("input profile: %s; nothing was changed", f)
-			}
-		}
+	if f, bad := profiles.FirstError(e.env.Lint(base)); bad {
+		return fmt.Errorf("input profile: %s; nothing was changed", f)
 	}
 	cands, rej, err := Candidates(base, e.env.Lint)
 	if err != nil {
@@ -220,7 +229,7 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 
 	reserve := e.trialsOf(c.FinalN)
 	if !e.fits(0, reserve) {
-		return fmt.Errorf("%w: the final comparison alone needs %d more trials (%d per arm and level) and %s leaves room for fewer after %d trials of calibration; raise the budget or the minimum effect",
+		return fmt.Errorf("%w: the final comparison alone needs %d more trials (%d per arm and level) and the budget (%s) leaves room for fewer after %d trials of calibration; raise the budget or the minimum effect",
 			ErrBudget, reserve, c.FinalN, e.budgetString(), e.trials)
 	}
 	for e.round = 1; e.round <= c.MaxRounds; e.round++ {
@@ -229,7 +238,7 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 			e.res.Rounds = append(e.res.Rounds, r.Round)
 		}
 		if errors.Is(err, errBudget) {
-			e.res.Stopped = fmt.Sprintf("budget: round %d would not fit %s with the final comparison", e.round, e.budgetString())
+			e.res.Stopped = fmt.Sprintf("budget: round %d would not fit the budget (%s) with the final comparison", e.round, e.budgetString())
 			break
 		}
 		if err != nil {
@@ -251,23 +260,25 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 		}
 	}
 	if e.res.Stopped == "" {
-		e.res.Stopped = fmt.Sprintf("--max-rounds %d reached", c.MaxRounds)
+		e.res.Stopped = fmt.Sprintf("reached the maximum of %d rounds", c.MaxRounds)
 	}
 	e.env.Log("hill climbing stopped: %s; %d step(s) accepted", e.res.Stopped, len(e.res.Accepted))
 	e.res.Refined = incumbent.Profile
 	return e.final(ctx, stock, incumbent)
 }
 
+// budgetString says the budget in the engine's words (Config's fields);
+// the command that set them may name its flags.
 func (e *engine) budgetString() string {
 	var parts []string
 	if e.cfg.MaxTrials > 0 {
-		parts = append(parts, fmt.Sprintf("--max-trials %d", e.cfg.MaxTrials))
+		parts = append(parts, fmt.Sprintf("at most %d trials", e.cfg.MaxTrials))
 	}
 	if e.cfg.MaxTime > 0 {
-		parts = append(parts, fmt.Sprintf("--max-time %s", e.cfg.MaxTime))
+		parts = append(parts, fmt.Sprintf("at most %s", e.cfg.MaxTime))
 	}
 	if len(parts) == 0 {
-		return "no limit but convergence and --max-rounds"
+		return fmt.Sprintf("no limit but convergence and the maximum of %d rounds", e.cfg.MaxRounds)
 	}
 	return strings.Join(parts, ", ")
 }
@@ -295,7 +306,7 @@ func (e *engine) fits(n, reserve int) bool {
 }
 
 // budgeted is the trials the run will have made at its end as far as it
-// can tell now: the plan, cut to what --max-trials and --max-time leave (the
+// can tell now: the plan, cut to what MaxTrials and MaxTime leave (the
 // final comparison is inside that budget: fits keeps it there).
 func (e *engine) budgeted() int {
 	n := e.planned
@@ -383,7 +394,7 @@ func (e *engine) calibrate(ctx context.Context, stock Arm) error {
 				return fmt.Errorf("%w: %s varies %.1f%% between runs of %s (1.4826·MAD/median of %d trials at bg=%d) against the minimum effect %.1f%%: confirming would need about %d trials per arm, more than %d; lengthen the benchmark, quiet the machine or raise the minimum effect",
 					ErrNoisy, c.Metric, 100*worst, stock.Step.Param, 2*c.CalibrationN, worstBg, 100*c.MinEffect, n, c.MaxN)
 			}
-			if err := e.note("noise: %s %.1f%% (1.4826·MAD/median) at bg=%d is large against --min-effect %.1f%%: confirm and final n raised from %d to %d per arm",
+			if err := e.note("noise: %s %.1f%% (1.4826·MAD/median) at bg=%d is large against the minimum effect %.1f%%: confirm and final n raised from %d to %d per arm",
 				c.Metric, 100*worst, worstBg, 100*c.MinEffect, need, n); err != nil {
 				return err
 			}
@@ -577,7 +588,7 @@ func (e *engine) rule() stats.Rule {
 func guardFails(gs []ledger.Guard) string {
 	for _, g := range gs {
 		if g.Regresses {
-			return fmt.Sprintf("%s moved %+.1f%% (bound %.1f%% worse, p=%.3g)", g.Metric, 100*float64(g.Effect), 100*g.Bound, float64(g.P))
+			return fmt.Sprintf("%s moved %s (bound %.1f%% worse, p=%.3g)", g.Metric, stats.FormatShift(float64(g.Effect)), 100*g.Bound, float64(g.P))
 		}
 	}
 	return ""

@@ -185,6 +185,60 @@ func TestCandidatesLintedAndOneParameter(t *testing.T) {
 	}
 }
 
+// TestCoreMovesSizing: a core move's cpu_fraction is synthesize's (the
+// largest that gives exactly the new count) within what the other
+// exclusive groups leave of the request, and a count the rest cannot give
+// is no move at all.
+func TestCoreMovesSizing(t *testing.T) {
+	group := func(name string, tr profiles.Treatment, f float64, cores int) profiles.ThreadGroup {
+		return profiles.ThreadGroup{Name: name, Match: profiles.Match{CommPrefix: []string{name}}, Treatment: tr, CPUFraction: f, ExclusiveCores: cores}
+	}
+	noLint := func(*profiles.Profile) []profiles.Finding { return nil }
+	for _, tc := range []struct {
+		name   string
+		groups []profiles.ThreadGroup
+		want   map[string]float64 // step → the changed group's cpu_fraction
+	}{
+		{"room left", []profiles.ThreadGroup{group("a", profiles.Exclusive, 0.5, 2), group("b", profiles.Exclusive, 0.25, 1), group("c", profiles.Latency, 0, 0)},
+			map[string]float64{
+				`group "a": exclusive_cores 2 → 1`:         0.25, // ceil(f × 4) = 1: f ≤ 0.25
+				`group "a": exclusive_cores 2 → 3`:         0.75, // all b leaves
+				`group "b": exclusive_cores 1 → 2`:         0.5,  // all a leaves
+				`group "c": treatment latency → exclusive`: 0.25, // what a and b leave
+			}},
+		{"request taken", []profiles.ThreadGroup{group("a", profiles.Exclusive, 0.5, 2), group("b", profiles.Exclusive, 0.5, 2), group("c", profiles.Latency, 0, 0)},
+			map[string]float64{
+				`group "a": exclusive_cores 2 → 1`: 0.25,
+				`group "b": exclusive_cores 2 → 1`: 0.25,
+			}},
+	} {
+		p := testProfile()
+		p.Traits.CPURequestMillicores = 4000
+		p.ThreadGroups = tc.groups
+		ok, _, err := Candidates(p, noLint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, a := range ok {
+			if a.Step.Param != "exclusive_cores" && a.Step.To != string(profiles.Exclusive) {
+				continue
+			}
+			for _, g := range a.Profile.ThreadGroups {
+				if g.Name == a.Step.Group {
+					got[a.Step.String()] = g.CPUFraction
+					if n := profiles.ExclusiveCoresFor(g.CPUFraction, 4000); n != g.ExclusiveCores {
+						t.Errorf("%s: %s: cpu_fraction %v gives %d cores, not %d", tc.name, a.Step, g.CPUFraction, n, g.ExclusiveCores)
+					}
+				}
+			}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("%s: core moves %v\nwant %v", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestDropTreatmentCandidate: a group with a non-normal treatment always
 // gets a "drop to normal" and a "relax one step" candidate — the moves for a
 // profile that helps under load and hurts at idle.
@@ -345,6 +399,11 @@ func TestReplayIsExact(t *testing.T) {
 	if rep, err := ReportOf(l, ReportInfo{}); err != nil || rep.Duration <= 0 || rep.Trials != 29 {
 		t.Errorf("report of the cut-off run: %v, %d trials in %v (want 29 in > 0s)", err, rep.Trials, rep.Duration)
 	}
+	for info, want := range map[string]string{"": "its ledger can resume it", "--resume": "resume it with --resume"} {
+		if rep, _ := ReportOf(l, ReportInfo{Resume: info}); !strings.Contains(rep.Stopped, want) {
+			t.Errorf("cut-off run with Resume %q: stopped %q, want %q in it", info, rep.Stopped, want)
+		}
+	}
 	env2 := env
 	env2.Done = l.Done()
 	ran := 0
@@ -376,6 +435,26 @@ func TestBudget(t *testing.T) {
 	}
 	if res.Trials > 60 || !strings.HasPrefix(res.Stopped, "budget") || len(res.Final) != 1 {
 		t.Errorf("%d trials, stopped %q, %d final decisions", res.Trials, res.Stopped, len(res.Final))
+	}
+}
+
+// TestBudgetRefusedAtOnce: a trial budget below calibration plus the final
+// comparison is refused with the numbers before any trial runs.
+func TestBudgetRefusedAtOnce(t *testing.T) {
+	sched := &fakeScheduler{}
+	cfg := testConfig(2)
+	cfg.MaxTrials = 4
+	ran := 0
+	bench := func(context.Context, string) (map[string]float64, error) {
+		ran++
+		return nil, errors.New("no trial should run")
+	}
+	_, err := Run(context.Background(), cfg, testProfile(), testEnv(t, sched, bench))
+	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "at most 4 trials") || !strings.Contains(err.Error(), "need at least 24") {
+		t.Errorf("err %v; want ErrBudget with the numbers", err)
+	}
+	if ran != 0 || sched.applies != 0 {
+		t.Errorf("%d trials ran and %d profiles were applied before refusing", ran, sched.applies)
 	}
 }
 

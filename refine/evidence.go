@@ -41,6 +41,6 @@ func WithEvidence(r *Result, ledgerName string, now time.Time) *profiles.Profile
 }
 
 func evidenceLine(d ledger.Decision) string {
-	return fmt.Sprintf("%s at bg=%d: %.4g → %.4g (%+.1f%% [%+.1f%%, %+.1f%%]), n=%d+%d, p=%.2g",
-		d.Metric, d.Bg, d.Base.Center, d.Cand.Center, 100*d.Effect.Center, 100*d.Effect.Lo, 100*d.Effect.Hi, d.N[0], d.N[1], d.P)
+	return fmt.Sprintf("%s at bg=%d: %.4g → %.4g (%s), n=%d+%d, p=%.2g",
+		d.Metric, d.Bg, d.Base.Center, d.Cand.Center, d.Shift(), d.N[0], d.N[1], d.P)
 }

@@ -14,6 +14,10 @@ import (
 type ReportInfo struct {
 	OpenLoop bool
 	Caveats  []string
+	// Resume says how to resume a run that was cut off, in the words of
+	// the caller (a command names its flag); empty: the report says only
+	// that the ledger can resume it.
+	Resume string
 }
 
 // ReportOf builds the report of a run from its ledger alone, so a report
@@ -45,7 +49,10 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 		r.Refined = l.End.Refined
 		r.Duration = l.End.Time.Sub(h.Start)
 	} else {
-		r.Stopped = "the run did not finish (cut off; resume it with --resume)"
+		r.Stopped = "the run did not finish (cut off; its ledger can resume it)"
+		if info.Resume != "" {
+			r.Stopped = "the run did not finish (cut off; resume it with " + info.Resume + ")"
+		}
 		// A run cut off has no end record: its length is up to the last
 		// trial that finished.
 		for _, e := range l.Ends {
@@ -146,7 +153,7 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 		}
 		for _, d := range l.Decisions {
 			if d.Stage == StageFinal && d.Bg == bg {
-				lv.Delta = &report.Delta{NBase: d.N[0], NCand: d.N[1], Effect: siv(d.Effect), P: float64(d.P), Verdict: d.Verdict}
+				lv.Delta = &report.Delta{NBase: d.N[0], NCand: d.N[1], Effect: d.Effect.Stats(), P: float64(d.P), Verdict: d.Verdict}
 			}
 		}
 		r.Ladder = append(r.Ladder, lv)
@@ -170,10 +177,10 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 			worstCV = max(worstCV, c.CV[cfg.Metric])
 			r.Calibration = append(r.Calibration, c)
 		case StageScreen, StageConfirm:
-			s := report.Step{Round: d.Round, Stage: d.Stage, Name: d.Step, Group: d.Group, Bg: d.Bg, Base: siv(d.Base), Cand: siv(d.Cand),
+			s := report.Step{Round: d.Round, Stage: d.Stage, Name: d.Step, Group: d.Group, Bg: d.Bg, Base: d.Base.Stats(), Cand: d.Cand.Stats(),
 				Accepted: d.Accepted, Verdict: d.Verdict, Line: d.Line + "  → " + d.Reason}
 			for _, g := range d.Guards {
-				s.Guards = append(s.Guards, fmt.Sprintf("guard %s: %+.1f%% (bound -%g%%), p=%.3g, regresses %v", g.Metric, 100*float64(g.Effect), 100*g.Bound, float64(g.P), g.Regresses))
+				s.Guards = append(s.Guards, fmt.Sprintf("guard %s: %s (bound -%g%%), p=%.3g, regresses %v", g.Metric, stats.FormatShift(float64(g.Effect)), 100*g.Bound, float64(g.P), g.Regresses))
 			}
 			if m := d.Mechanism; m != nil {
 				s.Mechanism = mechanismText(m)
@@ -222,8 +229,4 @@ func mechanismText(m *ledger.Mechanism) string {
 		moved = "moved"
 	}
 	return fmt.Sprintf("group %q %s %.3g → %.3g (predicted %s, p=%.3g): %s", m.Group, m.Counter, float64(m.Base), float64(m.Cand), m.Predicted, float64(m.P), moved)
-}
-
-func siv(i ledger.Interval) stats.Interval {
-	return stats.Interval{Lo: float64(i.Lo), Center: float64(i.Center), Hi: float64(i.Hi)}
 }

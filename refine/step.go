@@ -73,14 +73,17 @@ func rank(t profiles.Treatment) int { return slices.Index(profiles.Treatments(),
 // bounds: treatments one step towards normal ("relax") and straight to
 // normal ("drop": the move for a group that helps under load and hurts at
 // idle), one step more favoured; exclusive cores ±1 with cpu_fraction
-// rewritten so that ExclusiveCoresFor gives the new count; slice_us halved
-// and doubled within lint's bounds; weight halved and doubled within
+// rewritten as synthesize sizes it (profiles.CPUFractionFor: the largest
+// fraction that gives exactly the new count within what the other exclusive
+// groups leave of the request); slice_us halved and doubled within lint's
+// bounds; weight halved and doubled within
 // 1..10000; preempt toggled where it means something; and each family of a
 // multi-family comm_prefix group moved out of it.
 func Candidates(p *profiles.Profile, lint func(*profiles.Profile) []profiles.Finding) (ok []Arm, rejected []Rejected, err error) {
 	var moves []move
 	request := p.Traits.CPURequestMillicores
 	for i, g := range p.ThreadGroups {
+		leftBP := fractionLeft(p, i)
 		r := rank(g.Treatment)
 		normal := rank(profiles.Normal)
 		if g.Treatment != profiles.Normal {
@@ -98,22 +101,21 @@ func Candidates(p *profiles.Profile, lint func(*profiles.Profile) []profiles.Fin
 			// one step more favoured; exclusive needs sizing, so only latency → exclusive is skipped
 			if t := profiles.Treatments()[r-1]; t != profiles.Exclusive {
 				moves = append(moves, treatmentMove(i, g, t))
-			} else if request > 0 {
-				moves = append(moves, exclusiveMove(i, g, request))
+			} else if bp, _, ok := profiles.CPUFractionFor(1, request, leftBP); ok {
+				moves = append(moves, exclusiveMove(i, g, bp))
 			}
 		}
-		if g.Treatment == profiles.Exclusive && request > 0 {
+		if g.Treatment == profiles.Exclusive {
 			for _, d := range []int{-1, +1} {
 				n := g.ExclusiveCores + d
-				if n < 1 || math.IsNaN(fractionFor(n, request)) {
-					continue // more cores than the whole request: not a sizing cpu_fraction can give
-				}
-				moves = append(moves, coresMove(i, g, n, request))
+				if bp, _, ok := profiles.CPUFractionFor(n, request, leftBP); ok {
+					moves = append(moves, coresMove(i, g, n, bp))
+				} // else more cores than the request leaves: no cpu_fraction gives them
 			}
 		}
 		if g.Treatment != profiles.Normal && g.SliceUs > 0 {
 			for _, s := range []int{g.SliceUs / 2, g.SliceUs * 2} {
-				if s >= minSliceUs && s <= maxSliceUs {
+				if s >= profiles.MinSliceUs && s <= profiles.MaxSliceUs {
 					moves = append(moves, fieldMove(i, g, "slice_us", g.SliceUs, s, func(g *profiles.ThreadGroup) { g.SliceUs = s }))
 				}
 			}
@@ -158,15 +160,8 @@ func Candidates(p *profiles.Profile, lint func(*profiles.Profile) []profiles.Fin
 			continue
 		}
 		seen[arm.Hash] = true
-		var first *profiles.Finding
-		for _, f := range lint(q) {
-			if f.Severity == profiles.Error {
-				first = &f
-				break
-			}
-		}
-		if first != nil {
-			rejected = append(rejected, Rejected{Arm: arm, Finding: first.String()})
+		if f, bad := profiles.FirstError(lint(q)); bad {
+			rejected = append(rejected, Rejected{Arm: arm, Finding: f.String()})
 			continue
 		}
 		ok = append(ok, arm)
@@ -204,12 +199,6 @@ type move struct {
 	edit  func(*profiles.ThreadGroup)
 }
 
-// Bounds of slice_us, as profiles' lint enforces them.
-const (
-	minSliceUs = 50
-	maxSliceUs = 100_000
-)
-
 func treatmentMove(i int, g profiles.ThreadGroup, to profiles.Treatment) move {
 	fav := int8(1)
 	if rank(to) > rank(g.Treatment) {
@@ -231,25 +220,27 @@ func treatmentMove(i int, g profiles.ThreadGroup, to profiles.Treatment) move {
 		}}
 }
 
-// fractionFor is the smallest cpu_fraction, in hundredths, for which
-// profiles.ExclusiveCoresFor gives n cores of request: the sizing
-// arithmetic lint checks, run backwards.
-func fractionFor(n, request int) float64 {
-	for c := 1; c <= 100; c++ {
-		f := float64(c) / 100
-		if profiles.ExclusiveCoresFor(f, request) == n {
-			return f
+// fractionLeft is what the exclusive groups other than group i leave of the
+// request, in ten-thousandths: the most cpu_fraction group i may take, as
+// synthesize hands fractions out.
+func fractionLeft(p *profiles.Profile, i int) int {
+	left := 10000
+	for j, g := range p.ThreadGroups {
+		if j != i && g.Treatment == profiles.Exclusive {
+			left -= int(math.Round(g.CPUFraction * 10000))
 		}
 	}
-	return math.NaN() // n cores are more than the whole request: lint refuses it
+	return left
 }
 
-func coresMove(i int, g profiles.ThreadGroup, n, request int) move {
+// coresMove sets a group's exclusive_cores to n with the cpu_fraction bp
+// (ten-thousandths) that gives them.
+func coresMove(i int, g profiles.ThreadGroup, n, bp int) move {
 	fav := int8(1)
 	if n < g.ExclusiveCores {
 		fav = -1
 	}
-	f := fractionFor(n, request)
+	f := float64(bp) / 10000
 	return move{group: i, step: Step{Group: g.Name, Param: "exclusive_cores", From: fmt.Sprint(g.ExclusiveCores), To: fmt.Sprint(n), Favour: fav},
 		edit: func(g *profiles.ThreadGroup) {
 			g.ExclusiveCores = n
@@ -257,8 +248,10 @@ func coresMove(i int, g profiles.ThreadGroup, n, request int) move {
 		}}
 }
 
-func exclusiveMove(i int, g profiles.ThreadGroup, request int) move {
-	f := fractionFor(1, request)
+// exclusiveMove gives a group one exclusive core with the cpu_fraction bp
+// (ten-thousandths) that gives it.
+func exclusiveMove(i int, g profiles.ThreadGroup, bp int) move {
+	f := float64(bp) / 10000
 	return move{group: i, step: Step{Group: g.Name, Param: "treatment", From: string(g.Treatment), To: string(profiles.Exclusive), Favour: 1},
 		edit: func(g *profiles.ThreadGroup) {
 			g.Treatment = profiles.Exclusive

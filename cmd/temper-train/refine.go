@@ -202,7 +202,7 @@ func parseGuard(s string) (refine.Guard, error) {
 	if v > 0 {
 		return refine.Guard{}, fmt.Errorf("--guard %q: the bound is how much worse is tolerated, ≤ 0 (e.g. -5%%)", s)
 	}
-	return refine.Guard{Metric: m, Dir: int8(d), Bound: math.Abs(v)}, nil
+	return refine.Guard{Metric: m, Dir: d, Bound: math.Abs(v)}, nil
 }
 
 // parseLadder reads "0,1,2,4".
@@ -500,7 +500,7 @@ func writeReport(dir, ledgerPath string, openLoop bool, prof *profiles.Profile) 
 	if ownsCores(prof) {
 		caveats = append(caveats, "the benchmark client ran on this machine, outside the workload: while a profile owned whole cores, the client shared the remaining CPUs with the background spinners, so the client's own slowdown is in that arm's numbers (on a node the client is elsewhere)")
 	}
-	r, err := refine.ReportOf(l, refine.ReportInfo{OpenLoop: openLoop, Caveats: caveats})
+	r, err := refine.ReportOf(l, refine.ReportInfo{OpenLoop: openLoop, Caveats: caveats, Resume: "--resume"})
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
@@ -532,7 +532,7 @@ func (f *refineFlags) config() (refine.Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("--metric: %w", err)
 	}
-	c.Dir = int8(d)
+	c.Dir = d
 	if c.MinEffect, err = parsePercent(f.minEffect); err != nil {
 		return c, fmt.Errorf("--min-effect: %v", err)
 	}

@@ -14,25 +14,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"temper.codes/temper-train/refine/stats"
 )
-
-// Direction says which way a metric improves.
-type Direction int8
-
-const (
-	LowerIsBetter  Direction = -1
-	HigherIsBetter Direction = +1
-)
-
-func (d Direction) String() string {
-	switch d {
-	case LowerIsBetter:
-		return "lower is better"
-	case HigherIsBetter:
-		return "higher is better"
-	}
-	return fmt.Sprintf("Direction(%d)", int8(d))
-}
 
 // ErrUnknownMetric is wrapped by DirectionOf for a name whose direction it
 // cannot tell.
@@ -50,27 +34,27 @@ var ErrUnknownMetric = errors.New("metric direction unknown")
 //
 // Anything else is an error naming the metric: a metric whose direction is
 // guessed could be tuned the wrong way.
-func DirectionOf(metric string) (Direction, error) {
+func DirectionOf(metric string) (stats.Direction, error) {
 	name := metric
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
 	}
 	switch name {
 	case "throughput", "qps":
-		return HigherIsBetter, nil
+		return stats.HigherIsBetter, nil
 	case "errors":
-		return LowerIsBetter, nil
+		return stats.LowerIsBetter, nil
 	}
 	if strings.HasSuffix(name, "_per_s") && len(name) > len("_per_s") {
-		return HigherIsBetter, nil
+		return stats.HigherIsBetter, nil
 	}
 	for _, s := range timeSuffixes {
 		if strings.HasSuffix(name, s) && len(name) > len(s) {
-			return LowerIsBetter, nil
+			return stats.LowerIsBetter, nil
 		}
 	}
 	if strings.HasSuffix(name, "_errors") && len(name) > len("_errors") {
-		return LowerIsBetter, nil
+		return stats.LowerIsBetter, nil
 	}
 	return 0, fmt.Errorf("%w: %q (name it throughput, qps, errors, or with a suffix _ms/_us/_ns/_s (lower is better), _per_s (higher) or _errors (lower))", ErrUnknownMetric, metric)
 }
@@ -160,7 +144,7 @@ func Detect(argv []string) (Adapter, error) {
 }
 
 // ErrNoAdapter is wrapped by Detect for a command whose output format it
-// cannot tell: the caller must name the adapter (the command's --adapter).
+// cannot tell: the caller must name the adapter (Lookup).
 var ErrNoAdapter = errors.New("name the adapter")
 
 // ParseError is output that does not parse.

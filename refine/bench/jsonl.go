@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"temper.codes/temper-train/refine/stats"
 )
 
 // jsonl parses the generic JSON-lines protocol, for a benchmark no other
@@ -90,18 +92,18 @@ func jsonlName(metric, unit string) (string, error) {
 	if metric == "" || strings.ContainsFunc(metric, func(r rune) bool { return r <= ' ' || r == '/' || r == '"' }) {
 		return "", fmt.Errorf("metric name %q: want a word without spaces or slashes", metric)
 	}
-	suffix, unitDir := "", Direction(0)
+	suffix, unitDir := "", stats.Direction(0)
 	if s, ok := timeUnits[unit]; ok {
-		suffix, unitDir = s, LowerIsBetter
+		suffix, unitDir = s, stats.LowerIsBetter
 	} else if strings.HasSuffix(unit, "/s") && len(unit) > 2 {
-		suffix, unitDir = "_per_s", HigherIsBetter
+		suffix, unitDir = "_per_s", stats.HigherIsBetter
 	}
 	name := metric
 	if nameDir, err := DirectionOf(metric); err == nil {
 		// The name gives the direction; a unit must agree with it, and a
 		// time unit must be the one the name ends with.
 		timeName := slices.ContainsFunc(timeSuffixes, func(s string) bool { return strings.HasSuffix(metric, s) })
-		if unitDir != 0 && (unitDir != nameDir || (unitDir == LowerIsBetter && timeName && !strings.HasSuffix(metric, suffix))) {
+		if unitDir != 0 && (unitDir != nameDir || (unitDir == stats.LowerIsBetter && timeName && !strings.HasSuffix(metric, suffix))) {
 			return "", fmt.Errorf("metric %q: unit %q contradicts the name", metric, unit)
 		}
 	} else if suffix != "" {

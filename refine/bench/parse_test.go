@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"temper.codes/temper-train/refine/stats"
 )
 
 // fixture is a recorded trial: the tool's stdout in testdata/<tool>/<name>
@@ -276,12 +278,12 @@ func TestPgbenchLogErrors(t *testing.T) {
 func TestDirectionOf(t *testing.T) {
 	tests := []struct {
 		metric string
-		want   Direction
+		want   stats.Direction
 	}{
-		{"throughput", HigherIsBetter}, {"qps", HigherIsBetter}, {"errors", LowerIsBetter},
-		{"p50_ms", LowerIsBetter}, {"p999_ms", LowerIsBetter}, {"mean_ms", LowerIsBetter}, {"max_ms", LowerIsBetter},
-		{"GET/p99_ms", LowerIsBetter}, {"LRANGE_100 (first 100 elements)/throughput", HigherIsBetter},
-		{"render_s", LowerIsBetter}, {"gc_us", LowerIsBetter}, {"frames_per_s", HigherIsBetter}, {"cache_errors", LowerIsBetter},
+		{"throughput", stats.HigherIsBetter}, {"qps", stats.HigherIsBetter}, {"errors", stats.LowerIsBetter},
+		{"p50_ms", stats.LowerIsBetter}, {"p999_ms", stats.LowerIsBetter}, {"mean_ms", stats.LowerIsBetter}, {"max_ms", stats.LowerIsBetter},
+		{"GET/p99_ms", stats.LowerIsBetter}, {"LRANGE_100 (first 100 elements)/throughput", stats.HigherIsBetter},
+		{"render_s", stats.LowerIsBetter}, {"gc_us", stats.LowerIsBetter}, {"frames_per_s", stats.HigherIsBetter}, {"cache_errors", stats.LowerIsBetter},
 	}
 	for _, tt := range tests {
 		got, err := DirectionOf(tt.metric)

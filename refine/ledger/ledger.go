@@ -21,6 +21,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"temper.codes/temper-train/refine/stats"
 )
 
 // Version is the ledger format version written in the header.
@@ -116,6 +118,11 @@ type Interval struct {
 	Hi     Num `json:"hi"`
 }
 
+// Stats is i as the statistics package holds it.
+func (i Interval) Stats() stats.Interval {
+	return stats.Interval{Lo: float64(i.Lo), Center: float64(i.Center), Hi: float64(i.Hi)}
+}
+
 // Num is a float64 that survives JSON when it is infinite or NaN (written
 // as the strings "+Inf", "-Inf", "NaN"; JSON numbers have neither).
 type Num float64
@@ -180,6 +187,11 @@ type Decision struct {
 	Line      string     `json:"line"` // the benchstat-style line printed
 }
 
+// Shift is the decision's effect, the relative shift with its interval,
+// written as every decision line writes it (stats.FormatEffect):
+// "-7.2% [-11.0% -3.1%]".
+func (d Decision) Shift() string { return stats.FormatEffect(d.Effect.Stats()) }
+
 // Guard is one guard metric's check within a decision.
 type Guard struct {
 	Metric    string  `json:"metric"`
@@ -235,7 +247,8 @@ type Cycle struct {
 	Before string `json:"before"`
 	After  string `json:"after"`
 	// Candidate is the hash of the profile the cycle checked, and
-	// CandidatePath its file; Drill marks one planted by --drill.
+	// CandidatePath its file; Drill marks one planted on purpose
+	// (a drill: a known-harmful profile that the check must roll back).
 	Candidate     string   `json:"candidate,omitempty"`
 	CandidatePath string   `json:"candidate_path,omitempty"`
 	Drill         bool     `json:"drill,omitempty"`

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -135,5 +136,14 @@ func TestCreateRefusesExisting(t *testing.T) {
 	os.WriteFile(path, nil, 0o644)
 	if _, err := Create(path, header()); err == nil {
 		t.Fatal("Create overwrote an existing ledger")
+	}
+}
+
+// A decision read back from the ledger prints its effect as the decision
+// line did.
+func TestDecisionShift(t *testing.T) {
+	d := Decision{Effect: Interval{Lo: -0.11, Center: -0.072, Hi: Num(math.Inf(1))}}
+	if got, want := d.Shift(), "-7.2% [-11.0% +∞]"; got != want {
+		t.Errorf("Shift() = %q; want %q", got, want)
 	}
 }

@@ -39,7 +39,7 @@ var (
 )
 
 func fixture() Report {
-	rule := stats.Rule{Metric: "p99_ms", Alpha: 0.05, MinEffect: 0.05, Dir: -1}
+	rule := stats.Rule{Metric: "p99_ms", Alpha: 0.05, MinEffect: 0.05, Dir: stats.LowerIsBetter}
 	r := Report{
 		Title:    "refine redis-server (redis-benchmark GET)",
 		Profile:  "profiles/redis-server.toml",
@@ -108,7 +108,7 @@ func fixture() Report {
 			base, cand = base[:3], cand[:3]
 		}
 		d := stats.Decide(base, cand, rule)
-		_, g := stats.Regresses(scale(noise, 95000), scale(noise2, 95000*(2-s.f)), +1, 0.05, rule.Alpha)
+		_, g := stats.Regresses(scale(noise, 95000), scale(noise2, 95000*(2-s.f)), stats.HigherIsBetter, 0.05, rule.Alpha)
 		stage := "confirm"
 		if i == 3 {
 			stage = "screen"
@@ -221,7 +221,8 @@ func TestDeterministicBytes(t *testing.T) {
 func TestBadReportWritesNothing(t *testing.T) {
 	for name, r := range map[string]Report{
 		"no metric":     {},
-		"ragged ladder": {Rule: stats.Rule{Metric: "p99_ms"}, Arms: []Arm{{Name: "a"}, {Name: "b"}}, Ladder: []Level{{Bg: 0, Cells: []Cell{{}}}}},
+		"no direction":  {Rule: stats.Rule{Metric: "p99_ms"}},
+		"ragged ladder": {Rule: stats.Rule{Metric: "p99_ms", Dir: stats.LowerIsBetter}, Arms: []Arm{{Name: "a"}, {Name: "b"}}, Ladder: []Level{{Bg: 0, Cells: []Cell{{}}}}},
 	} {
 		dir := filepath.Join(t.TempDir(), "out")
 		err := Write(dir, r)
@@ -244,7 +245,7 @@ func TestBadReportWritesNothing(t *testing.T) {
 // A run stopped early (no ladder, no steps) still gets a whole report.
 func TestMinimalReport(t *testing.T) {
 	dir := t.TempDir()
-	r := Report{Rule: stats.Rule{Metric: "throughput", Alpha: 0.05, MinEffect: 0.05, Dir: +1}, Notes: []string{"stopped: calibration found the benchmark too noisy"}}
+	r := Report{Rule: stats.Rule{Metric: "throughput", Alpha: 0.05, MinEffect: 0.05, Dir: stats.HigherIsBetter}, Notes: []string{"stopped: calibration found the benchmark too noisy"}}
 	if err := Write(dir, r); err != nil {
 		t.Fatal(err)
 	}

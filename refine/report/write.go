@@ -48,6 +48,9 @@ func (r Report) check() error {
 	if r.Rule.Metric == "" {
 		return errors.New("no primary metric (Rule.Metric)")
 	}
+	if err := r.Rule.Dir.Check(); err != nil {
+		return fmt.Errorf("primary metric %s: %w", r.Rule.Metric, err)
+	}
 	for _, l := range r.Ladder {
 		if len(l.Cells) != len(r.Arms) {
 			return fmt.Errorf("ladder level bg=%d has %d cells for %d arms", l.Bg, len(l.Cells), len(r.Arms))
@@ -63,7 +66,7 @@ func (r Report) check() error {
 // hide each other.
 func (r Report) Figures() []chart.Named {
 	m := r.Rule.Metric
-	y := chart.Axis{Label: m + " (median of trials, " + better(r.Rule.Dir) + " is better)"}
+	y := chart.Axis{Label: m + " (median of trials, " + r.Rule.Dir.Better() + " is better)"}
 	const apart = 0.06
 	var base, cand []chart.Point
 	var baseBars, candBars bars
@@ -141,7 +144,7 @@ func (r Report) Markdown(w io.Writer) {
 	if !r.Started.IsZero() {
 		row("started", r.Started.UTC().Format(time.RFC3339))
 	}
-	row("primary metric", fmt.Sprintf("%s (%s is better), α = %g, minimum effect %s", r.Rule.Metric, better(r.Rule.Dir), r.Rule.Alpha, pct(r.Rule.MinEffect)))
+	row("primary metric", fmt.Sprintf("%s (%s is better), α = %g, minimum effect %s", r.Rule.Metric, r.Rule.Dir.Better(), r.Rule.Alpha, pct(r.Rule.MinEffect)))
 	row("guards", strings.Join(r.Guards, ", "))
 	if r.Trials > 0 {
 		row("trials", fmt.Sprintf("%d in %s", r.Trials, r.Duration.Round(time.Second)))
@@ -433,13 +436,6 @@ func (r Report) confidence() string {
 		return pct(1 - r.Rule.Alpha)
 	}
 	return "95%"
-}
-
-func better(dir int8) string {
-	if dir > 0 {
-		return "higher"
-	}
-	return "lower"
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

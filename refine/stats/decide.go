@@ -7,12 +7,14 @@ import (
 	"strings"
 )
 
-// Rule is the acceptance rule for one primary metric.
+// Rule is the acceptance rule for one primary metric. Dir must be one of
+// the two directions: the decision functions panic on the zero value
+// rather than guess (check it first with Direction.Check).
 type Rule struct {
 	Metric    string  // name printed in decision lines, e.g. "p99_ms"
 	Alpha     float64 // significance level of the U test, e.g. 0.05
 	MinEffect float64 // smallest relative improvement worth keeping, e.g. 0.05
-	Dir       int8    // -1 lower is better, +1 higher is better
+	Dir       Direction
 }
 
 // Verdict is the outcome of one decision.
@@ -102,11 +104,8 @@ func DecideRound(round []Pair, r Rule) []Decision {
 }
 
 func decide(c Comparison, r Rule, alpha float64, note string) Decision {
+	dir := r.Dir.sign()
 	d := Decision{Comparison: c, Alpha: alpha}
-	dir := float64(r.Dir)
-	if dir == 0 {
-		dir = -1
-	}
 	rel := c.Rel
 	// better/worse bounds of the relative shift, in the rule's direction.
 	worstGain, bestGain := dir*rel.Lo, dir*rel.Hi
@@ -132,14 +131,14 @@ func decide(c Comparison, r Rule, alpha float64, note string) Decision {
 	case worstGain > r.MinEffect:
 		d.Verdict = Better
 		why = fmt.Sprintf("accepted: p=%.3g < α=%.3g and the whole interval is ≥ %s %s",
-			c.P, alpha, pct(r.MinEffect), betterWord(r.Dir))
+			c.P, alpha, pct(r.MinEffect), r.Dir.Better())
 	case bestGain < 0:
 		d.Verdict = Worse
 		why = fmt.Sprintf("rejected: worse, p=%.3g < α=%.3g", c.P, alpha)
 	default:
 		d.Verdict = NoDifference
 		why = fmt.Sprintf("rejected: p=%.3g < α=%.3g but the interval does not clear %s %s",
-			c.P, alpha, pct(r.MinEffect), betterWord(r.Dir))
+			c.P, alpha, pct(r.MinEffect), r.Dir.Better())
 	}
 	if note != "" {
 		why += " (" + note + ")"
@@ -157,9 +156,8 @@ func Line(metric string, c Comparison) string {
 	if metric != "" {
 		b.WriteString(metric + "  ")
 	}
-	fmt.Fprintf(&b, "%s → %s  n=%d+%d  Δ %s [%s %s] (%s)  p=%.3g",
-		ival(c.Base), ival(c.Cand), c.NBase, c.NCand,
-		FormatShift(c.Rel.Center), FormatShift(c.Rel.Lo), FormatShift(c.Rel.Hi), pct(c.Confidence), c.P)
+	fmt.Fprintf(&b, "%s → %s  n=%d+%d  Δ %s (%s)  p=%.3g",
+		ival(c.Base), ival(c.Cand), c.NBase, c.NCand, FormatEffect(c.Rel), pct(c.Confidence), c.P)
 	return b.String()
 }
 
@@ -187,6 +185,13 @@ func FormatValue(x float64) string {
 	return fmt.Sprintf("%.4g", x)
 }
 
+// FormatEffect prints a relative shift with its interval, the one way a
+// decision's effect is written (decision lines, the canary's reasons and
+// commit messages): "-7.2% [-11.0% -3.1%]".
+func FormatEffect(rel Interval) string {
+	return FormatShift(rel.Center) + " [" + FormatShift(rel.Lo) + " " + FormatShift(rel.Hi) + "]"
+}
+
 // FormatShift prints a relative shift as a signed percentage: "-7.2%".
 func FormatShift(x float64) string {
 	switch {
@@ -204,26 +209,17 @@ func pct(x float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", 100*x), "0"), ".") + "%"
 }
 
-func betterWord(dir int8) string {
-	if dir > 0 {
-		return "higher"
-	}
-	return "lower"
-}
-
 // Regresses is the guard check: does cand make a guard metric (throughput,
 // errors) worse than bound with significance? bound is a relative
 // magnitude in the worse direction (0.05 and -0.05 both mean "5% worse").
 // It regresses when p < alpha and the Hodges–Lehmann estimate of the
 // relative shift is worse than the bound: a veto needs evidence that the
 // metric moved at all and an estimate that it moved too far.
-func Regresses(base, cand []float64, dir int8, bound, alpha float64) (bool, Decision) {
+func Regresses(base, cand []float64, dir Direction, bound, alpha float64) (bool, Decision) {
+	sign := dir.sign()
 	c := Compare(base, cand, 1-alpha)
-	if dir == 0 {
-		dir = 1
-	}
 	bound = math.Abs(bound)
-	loss := -float64(dir) * c.Rel.Center
+	loss := -sign * c.Rel.Center
 	d := Decision{Comparison: c, Alpha: alpha, Verdict: NoDifference}
 	var why string
 	switch {

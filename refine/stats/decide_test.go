@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -17,8 +18,8 @@ func scaled(x []float64, f float64) []float64 {
 var base8 = []float64{1.00, 1.02, 0.98, 1.05, 0.97, 1.01, 1.03, 0.99}
 
 func TestDecide(t *testing.T) {
-	lower := Rule{Metric: "p99_ms", Alpha: 0.05, MinEffect: 0.05, Dir: -1}
-	higher := Rule{Metric: "throughput", Alpha: 0.05, MinEffect: 0.05, Dir: +1}
+	lower := Rule{Metric: "p99_ms", Alpha: 0.05, MinEffect: 0.05, Dir: LowerIsBetter}
+	higher := Rule{Metric: "throughput", Alpha: 0.05, MinEffect: 0.05, Dir: HigherIsBetter}
 	for _, tc := range []struct {
 		name       string
 		base, cand []float64
@@ -55,7 +56,7 @@ func TestDecide(t *testing.T) {
 }
 
 func TestDecisionLine(t *testing.T) {
-	d := Decide(base8, scaled(base8, 0.8), Rule{Metric: "p99_ms", Alpha: 0.05, MinEffect: 0.05, Dir: -1})
+	d := Decide(base8, scaled(base8, 0.8), Rule{Metric: "p99_ms", Alpha: 0.05, MinEffect: 0.05, Dir: LowerIsBetter})
 	want := "p99_ms  1.005 [0.97 1.03] → 0.804 [0.776 0.824]  n=8+8  Δ -20.0% [-22.4% -17.6%] (95%)  p=0.000155  accepted: p=0.000155 < α=0.05 and the whole interval is ≥ 5% lower"
 	if d.Reason != want {
 		t.Errorf("line\n got %s\nwant %s", d.Reason, want)
@@ -88,7 +89,7 @@ func TestHolm(t *testing.T) {
 }
 
 func TestDecideRound(t *testing.T) {
-	r := Rule{Metric: "p99_ms", Alpha: 0.05, MinEffect: 0.05, Dir: -1}
+	r := Rule{Metric: "p99_ms", Alpha: 0.05, MinEffect: 0.05, Dir: LowerIsBetter}
 	// One real 20% gain among noise-only candidates; the noise candidates
 	// are permutations of the baseline.
 	round := []Pair{
@@ -126,12 +127,27 @@ func TestRegresses(t *testing.T) {
 		{"more throughput", scaled(base8, 1.1), 0.05, false, Better},
 		{"unchanged", base8, 0.05, false, NoDifference},
 	} {
-		got, d := Regresses(base8, tc.cand, +1, tc.bound, 0.05)
+		got, d := Regresses(base8, tc.cand, HigherIsBetter, tc.bound, 0.05)
 		if got != tc.want || d.Verdict != tc.v || !strings.Contains(d.Reason, "guard") {
 			t.Errorf("%s: regresses %v (%v, %q), want %v (%v)", tc.name, got, d.Verdict, d.Reason, tc.want, tc.v)
 		}
 	}
-	if got, d := Regresses(base8[:3], scaled(base8[:3], 0.5), +1, 0.05, 0.05); got || d.Verdict != TooFewSamples {
+	if got, d := Regresses(base8[:3], scaled(base8[:3], 0.5), HigherIsBetter, 0.05, 0.05); got || d.Verdict != TooFewSamples {
 		t.Errorf("n=3: %v %v", got, d.Verdict)
+	}
+}
+
+func TestFormatEffect(t *testing.T) {
+	for _, tc := range []struct {
+		rel  Interval
+		want string
+	}{
+		{Interval{Lo: -0.11, Center: -0.072, Hi: -0.031}, "-7.2% [-11.0% -3.1%]"},
+		{Interval{Lo: math.Inf(-1), Center: 0.05, Hi: math.Inf(1)}, "+5.0% [-∞ +∞]"},
+		{Interval{Lo: math.NaN(), Center: math.NaN(), Hi: math.NaN()}, "— [— —]"},
+	} {
+		if got := FormatEffect(tc.rel); got != tc.want {
+			t.Errorf("FormatEffect(%+v) = %q; want %q", tc.rel, got, tc.want)
+		}
 	}
 }

@@ -57,10 +57,7 @@ func Simulate(s Sim) SimResult {
 	k := max(s.K, 1)
 	rng := rand.New(rand.NewPCG(s.Seed, s.Seed^0x9e3779b97f4a7c15))
 	sigma := math.Sqrt(math.Log1p(s.CV * s.CV))
-	dir := float64(s.Rule.Dir)
-	if dir == 0 {
-		dir = -1
-	}
+	dir := s.Rule.Dir.sign()
 	draw := func(n int, scale float64) []float64 {
 		x := make([]float64, n)
 		for i := range x {

@@ -12,7 +12,7 @@ import (
 
 // refineRule is the rule refine runs with by default (--alpha 0.05
 // --min-effect 5%, p99 latency: lower is better).
-var refineRule = Rule{Metric: "p99_ms", Alpha: 0.05, MinEffect: 0.05, Dir: -1}
+var refineRule = Rule{Metric: "p99_ms", Alpha: 0.05, MinEffect: 0.05, Dir: LowerIsBetter}
 
 // TestFalseAcceptRate measures, by simulation with fixed seeds, how often
 // the decision rule accepts a candidate that is identical to the baseline
