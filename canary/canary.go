@@ -472,8 +472,7 @@ func (l *loop) cycle(ctx context.Context, c int) (ledger.Cycle, error) {
 		rec.State = Unchanged
 		rec.Reason = "refine kept nothing new: " + res.Stopped
 		for _, d := range res.Final {
-			rec.Reason += fmt.Sprintf("; final vs %s at bg=%d: %s %s [%s %s], p=%.3g, %s", res.Reference, d.Bg, d.Metric,
-				stats.FormatShift(float64(d.Effect.Center)), stats.FormatShift(float64(d.Effect.Lo)), stats.FormatShift(float64(d.Effect.Hi)), float64(d.P), d.Verdict)
+			rec.Reason += fmt.Sprintf("; final vs %s at bg=%d: %s %s, p=%.3g, %s", res.Reference, d.Bg, d.Metric, d.Shift(), float64(d.P), d.Verdict)
 		}
 		return rec, l.endCycle(lw, cdir, rec.Reason, refined)
 	}
@@ -566,10 +565,10 @@ func (l *loop) commitMessage(c int, cand *profiles.Profile, chk *refine.Check, r
 	fmt.Fprintf(&b, "%s/%s: canary cycle %d passed (%s)\n\n", cand.ID, cand.MachineShape.Key(), c, hashOf(cand))
 	fmt.Fprintf(&b, "Guard check against the last good profile %s, fresh ABBA trials (mann-whitney-u, alpha %g):\n", l.lastName(), l.cfg.Refine.Alpha)
 	for _, d := range chk.Decisions {
-		fmt.Fprintf(&b, "  %s at bg=%d: %.4g -> %.4g, delta %+.1f%% [%+.1f%%, %+.1f%%], n=%d+%d, p=%.3g\n",
-			d.Metric, d.Bg, float64(d.Base.Center), float64(d.Cand.Center), 100*float64(d.Effect.Center), 100*float64(d.Effect.Lo), 100*float64(d.Effect.Hi), d.N[0], d.N[1], float64(d.P))
+		fmt.Fprintf(&b, "  %s at bg=%d: %.4g -> %.4g, delta %s, n=%d+%d, p=%.3g\n",
+			d.Metric, d.Bg, float64(d.Base.Center), float64(d.Cand.Center), d.Shift(), d.N[0], d.N[1], float64(d.P))
 		for _, g := range d.Guards {
-			fmt.Fprintf(&b, "  guard %s: %+.1f%% (bound -%g%%), p=%.3g\n", g.Metric, 100*float64(g.Effect), 100*g.Bound, float64(g.P))
+			fmt.Fprintf(&b, "  guard %s: %s (bound -%g%%), p=%.3g\n", g.Metric, stats.FormatShift(float64(g.Effect)), 100*g.Bound, float64(g.P))
 		}
 	}
 	if res != nil {
