@@ -55,4 +55,3 @@ func TestReportGolden(t *testing.T) {
 		})
 	}
 }
-
