@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 )
@@ -153,7 +154,7 @@ func TestApplyRevertWorkload(t *testing.T) {
 func TestRefreshNewThreads(t *testing.T) {
 	needRoot(t)
 	needCores(t, 2)
-	p := start(t, gcc(t, "testdata/spawner.c"), "--rename-ms", "400")
+	p := start(t, testkit.BuildC(t, "testdata/spawner.c"), "--rename-ms", "400")
 	if !p.lines.Scan() || !strings.HasPrefix(p.lines.Text(), "ready") {
 		t.Fatalf("spawner: %q %v", p.lines.Text(), p.lines.Err())
 	}

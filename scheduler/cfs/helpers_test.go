@@ -16,6 +16,7 @@ import (
 
 	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/internal/procfs"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
@@ -32,17 +33,6 @@ func needRoot(t *testing.T) {
 	}
 }
 
-// gcc builds a C program from testdata (or the repository's) into a
-// temporary directory.
-func gcc(t *testing.T, src string) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(src), ".c"))
-	if out, err := exec.Command("gcc", "-O2", "-Wall", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", src, err, out)
-	}
-	return bin
-}
-
 // proc is a started test program and the threads it announced.
 type proc struct {
 	cmd   *exec.Cmd
@@ -54,7 +44,7 @@ type proc struct {
 // "ready": schedulertest's workload, its threads by name.
 func startWorkload(t *testing.T) *proc {
 	t.Helper()
-	w := schedulertest.StartWorkload(t, schedulertest.WorkloadBinary(t))
+	w := schedulertest.StartWorkload(t, testkit.Workload(t))
 	p := &proc{cmd: w.Cmd, tids: map[string]int{}}
 	for tid, name := range w.Threads {
 		p.tids[name] = tid
