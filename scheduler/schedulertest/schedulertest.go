@@ -502,4 +502,3 @@ func (w *Workload) settings(t *testing.T) map[int]settings {
 	}
 	return out
 }
-
