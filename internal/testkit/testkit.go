@@ -210,29 +210,41 @@ func StartServer(t testing.TB, argv ...string) *Server {
 // the server's output if the server exits first or the time runs out.
 func (s *Server) WaitReady(t testing.TB, timeout time.Duration, ready func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(timeout); !ready(); time.Sleep(20 * time.Millisecond) {
-		select {
-		case <-s.Exited:
-			t.Fatalf("%s exited before it was ready:\n%s", s.Cmd.Path, s.output())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready after %v:\n%s", s.Cmd.Path, timeout, s.output())
-		}
+	if err := waitReady(timeout, s.Exited, ready); err != nil {
+		t.Fatalf("%s %v:\n%s", s.Cmd.Path, err, s.output())
 	}
 }
 
 // WaitPort waits up to timeout until something accepts connections on
-// 127.0.0.1:port.
-func (s *Server) WaitPort(t testing.TB, timeout time.Duration, port int) {
+// 127.0.0.1:port, and fails the test if the time runs out or exited (nil:
+// not watched) is closed first: the server exited.
+func WaitPort(t testing.TB, port int, timeout time.Duration, exited <-chan struct{}) {
 	t.Helper()
-	s.WaitReady(t, timeout, func() bool {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), 100*time.Millisecond)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	if err := waitReady(timeout, exited, func() bool {
+		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
 		if err == nil {
 			c.Close()
 		}
 		return err == nil
-	})
+	}); err != nil {
+		t.Fatalf("the server for %s %v", addr, err)
+	}
+}
+
+// waitReady polls ready until it holds, exited is closed or timeout passes.
+func waitReady(timeout time.Duration, exited <-chan struct{}, ready func() bool) error {
+	for deadline := time.Now().Add(timeout); !ready(); time.Sleep(20 * time.Millisecond) {
+		select {
+		case <-exited:
+			return errors.New("exited before it was ready")
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %v", timeout)
+		}
+	}
+	return nil
 }
 
 // output is what the server has written so far.

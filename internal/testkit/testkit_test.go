@@ -1,9 +1,13 @@
 package testkit
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestRepoRoot(t *testing.T) {
@@ -48,4 +52,24 @@ func TestFreePorts(t *testing.T) {
 	if len(ports) != 3 || ports[0] == ports[1] || ports[1] == ports[2] || ports[0] == ports[2] {
 		t.Errorf("FreePorts(3) = %v, want 3 distinct ports", ports)
 	}
+}
+
+// TestStartServer: a server that exits is seen to exit before it is ready,
+// and one that runs is stopped (its process group) when the test ends.
+func TestStartServer(t *testing.T) {
+	var pid int
+	t.Run("runs", func(t *testing.T) {
+		s := StartServer(t, "sh", "-c", "echo started; exec sleep 60")
+		s.WaitReady(t, 10*time.Second, func() bool { return strings.Contains(s.output(), "started") })
+		pid = s.Cmd.Process.Pid
+	})
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("server %d still there after its test: %v", pid, err)
+	}
+	t.Run("exits", func(t *testing.T) {
+		s := StartServer(t, "sh", "-c", "exit 3")
+		if err := waitReady(10*time.Second, s.Exited, func() bool { return false }); err == nil || !strings.Contains(err.Error(), "exited") {
+			t.Errorf("waitReady = %v, want an error saying the server exited", err)
+		}
+	})
 }
