@@ -23,16 +23,6 @@ import (
 	"temper.codes/temper-train/scheduler/schedulertest"
 )
 
-// needRoot needs root to change other processes' threads, and fails the
-// test if the backend still cannot.
-func needRoot(t *testing.T) {
-	t.Helper()
-	need.Root(t, "to change other threads' scheduling")
-	if err := New(Options{}).Probe(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // proc is a started test program and the threads it announced.
 type proc struct {
 	cmd   *exec.Cmd
@@ -200,13 +190,6 @@ func minus(t *testing.T, list string, drop []int) string {
 
 func boolp(b bool) *bool { return &b }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func fmtSscan(s, format string, a ...any) (int, error) { return fmt.Sscanf(s, format, a...) }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -215,14 +198,14 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func exec1(t *testing.T) int {
 	t.Helper()
 	cmd := exec.Command("true")
-	must(t, cmd.Run())
+	testkit.Must(t, cmd.Run())
 	return cmd.Process.Pid
 }
 
 func parseCPUs(t *testing.T, list string) []int {
 	t.Helper()
 	c, err := machine.ParseCPUList(list)
-	must(t, err)
+	testkit.Must(t, err)
 	return c
 }
 

@@ -424,6 +424,16 @@ type Workload struct {
 	once    sync.Once
 }
 
+// NeedBackend needs root to change other processes' threads' scheduling,
+// and fails the test if backend b still cannot run here (its Probe).
+func NeedBackend(t testing.TB, b scheduler.Backend) {
+	t.Helper()
+	need.Root(t, "to change other threads' scheduling")
+	if err := b.Probe(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // StartWorkload starts the workload binary bin (testkit.Workload) and waits
 // until it is ready with its 13 threads announced. It is stopped (SIGTERM)
 // and reaped when the test ends.
