@@ -30,7 +30,7 @@ func TestReportGolden(t *testing.T) {
 			a := c.a(t)
 			for _, wide := range []bool{false, true} {
 				var b bytes.Buffer
-				if err := a.Report(&b, ReportOptions{Edges: 15, Wide: wide}); err != nil {
+				if err := a.Report(&b, ReportOptions{Edges: 15, Wide: wide, AllThreads: "--json", GiveSnapshot: "pass --snapshot"}); err != nil {
 					t.Fatal(err)
 				}
 				name := "report-" + c.name + ".txt"
