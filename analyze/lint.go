@@ -189,12 +189,19 @@ func (s *smtTracker) set(cpu int32, utid int) {
 	}
 }
 
+// Statuses of the lint checks that need Options.Snapshot and were given
+// none (or one without the machine's topology).
+const (
+	StatusNoTopology = "no SMT information: no snapshot with the machine's topology"
+	StatusNoSnapshot = "no snapshot: CFS bandwidth unknown"
+)
+
 // smtLint reports the SMT check for the target's hot threads.
 func smtLint(snap *snapshot.Snapshot, s *smtTracker, threads []Thread, nodeName func(utid int) string) SMTLint {
 	l := SMTLint{HotThreads: []int32{}, Pairs: []SMTPair{}, Findings: []string{}}
 	switch {
 	case snap == nil || snap.Topology == nil:
-		l.Status = "no SMT information: no snapshot with the machine's topology (pass --snapshot)"
+		l.Status = StatusNoTopology
 		return l
 	case s == nil:
 		l.Status = fmt.Sprintf("no SMT on this machine: %d cores, one hardware thread each", len(snap.Topology.Cores))
@@ -252,7 +259,7 @@ func smtLint(snap *snapshot.Snapshot, s *smtTracker, threads []Thread, nodeName 
 func cfsLint(snap *snapshot.Snapshot) CFSLint {
 	l := CFSLint{Findings: []string{}}
 	if snap == nil {
-		l.Status = "no snapshot: CFS bandwidth unknown (pass --snapshot)"
+		l.Status = StatusNoSnapshot
 		return l
 	}
 	cg := snap.CPUCgroup()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/need"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/observe/record"
 	"temper.codes/temper-train/observe/snapshot"
 )
@@ -27,12 +28,8 @@ func TestRecordAndAnalyze(t *testing.T) {
 	if err := record.CheckTracing(); err != nil {
 		t.Fatal(err)
 	}
-	gcc := need.Tool(t, "gcc", "gcc")
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "workload")
-	if out, err := exec.Command(gcc, "-O2", "-pthread", "-o", bin, "../testdata/workload/workload.c").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	bin := testkit.Workload(t)
 	cmd := exec.Command(bin, "--dir", dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stdout, err := cmd.StdoutPipe()

@@ -17,6 +17,14 @@ type ReportOptions struct {
 	// Wide shows every column of the tables (-o wide); the default view
 	// fits a 120-column terminal with the columns a person decides by.
 	Wide bool
+	// AllThreads says where the reader finds every thread when the report
+	// lists only the busiest, in the caller's words (the command names
+	// its JSON flag); empty leaves it unsaid.
+	AllThreads string
+	// GiveSnapshot says how the reader gives the analysis a snapshot, in
+	// the caller's words, after the lint checks that need one
+	// (StatusNoTopology, StatusNoSnapshot); empty leaves it unsaid.
+	GiveSnapshot string
 }
 
 // Report writes the terminal report: what was analysed, the clusters with
@@ -51,7 +59,11 @@ func (a *Analysis) Report(w io.Writer, opts ReportOptions) error {
 
 	shown := reportThreads(a.Threads, maxReportThreads)
 	if len(shown) < len(a.Threads) {
-		fmt.Fprintf(w, "THREADS (the %d busiest of %d; all are in --json)\n", len(shown), len(a.Threads))
+		if opts.AllThreads != "" {
+			fmt.Fprintf(w, "THREADS (the %d busiest of %d; all are in %s)\n", len(shown), len(a.Threads), opts.AllThreads)
+		} else {
+			fmt.Fprintf(w, "THREADS (the %d busiest of %d)\n", len(shown), len(a.Threads))
+		}
 	} else {
 		fmt.Fprintln(w, "THREADS")
 	}
@@ -115,7 +127,7 @@ func (a *Analysis) Report(w io.Writer, opts ReportOptions) error {
 	fmt.Fprintln(w)
 
 	fmt.Fprintln(w, "LINT")
-	wrap(w, "SMT stacking: "+a.Lint.SMT.Status)
+	wrap(w, "SMT stacking: "+withHint(a.Lint.SMT.Status, StatusNoTopology, opts.GiveSnapshot))
 	for _, p := range a.Lint.SMT.Pairs {
 		wrapIn(w, "    ", fmt.Sprintf("%s + %s: %s on one core, %s of it with another core idle (%.0f%% of the less busy one's run time)",
 			p.Threads[0], p.Threads[1], fmtDur(p.TogetherNs), fmtDur(p.WithIdleCore), 100*p.Share))
@@ -123,7 +135,7 @@ func (a *Analysis) Report(w io.Writer, opts ReportOptions) error {
 	for _, f := range a.Lint.SMT.Findings {
 		wrapIn(w, "    ", "FINDING: "+f)
 	}
-	wrap(w, "CFS bandwidth: "+a.Lint.CFS.Status)
+	wrap(w, "CFS bandwidth: "+withHint(a.Lint.CFS.Status, StatusNoSnapshot, opts.GiveSnapshot))
 	for _, f := range a.Lint.CFS.Findings {
 		wrapIn(w, "    ", "FINDING: "+f)
 	}
@@ -179,4 +191,12 @@ func durOrDash(ns, n int64) string {
 		return "-"
 	}
 	return fmtDur(ns)
+}
+
+// withHint appends hint in parentheses to status when status is want.
+func withHint(status, want, hint string) string {
+	if status != want || hint == "" {
+		return status
+	}
+	return status + " (" + hint + ")"
 }

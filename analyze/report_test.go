@@ -2,17 +2,14 @@ package analyze
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"temper.codes/temper-train/internal/table"
+	"temper.codes/temper-train/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden reports in testdata/")
 
 // TestReportGolden renders the report of the committed workload trace and
 // of a real server trace in both views against testdata goldens
@@ -33,14 +30,14 @@ func TestReportGolden(t *testing.T) {
 			a := c.a(t)
 			for _, wide := range []bool{false, true} {
 				var b bytes.Buffer
-				if err := a.Report(&b, ReportOptions{Edges: 15, Wide: wide}); err != nil {
+				if err := a.Report(&b, ReportOptions{Edges: 15, Wide: wide, AllThreads: "--json", GiveSnapshot: "pass --snapshot"}); err != nil {
 					t.Fatal(err)
 				}
 				name := "report-" + c.name + ".txt"
 				if wide {
 					name = "report-" + c.name + ".wide.txt"
 				}
-				golden(t, filepath.Join("testdata", name), b.Bytes())
+				testkit.Golden(t, filepath.Join("testdata", name), b.Bytes())
 				for i, line := range strings.Split(b.String(), "\n") {
 					if n := utf8.RuneCountInString(line); !wide && n > table.Width && !strings.HasPrefix(line, "trace ") {
 						t.Errorf("%s line %d is %d columns wide, more than %d:\n%s", name, i+1, n, table.Width, line)
@@ -56,26 +53,5 @@ func TestReportGolden(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// golden compares got with the file at path, or rewrites the file with -update.
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run %s -update to write it)", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file; got:\n%s", path, got)
 	}
 }

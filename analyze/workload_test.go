@@ -297,11 +297,16 @@ func TestReportThreadLimit(t *testing.T) {
 		t.Errorf("shown %d threads from %d to %d, want the 10 busiest (90..99) in order", len(shown), shown[0].Tid, shown[len(shown)-1].Tid)
 	}
 	a := &Analysis{Threads: threads}
-	var b bytes.Buffer
-	if err := a.Report(&b, ReportOptions{Edges: 5}); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(b.String(), "THREADS (the 60 busiest of 100; all are in --json)") {
-		t.Errorf("report does not say the thread table is cut:\n%s", b.String())
+	for _, c := range []struct{ allThreads, want string }{
+		{"", "THREADS (the 60 busiest of 100)\n"},
+		{"--json", "THREADS (the 60 busiest of 100; all are in --json)\n"},
+	} {
+		var b bytes.Buffer
+		if err := a.Report(&b, ReportOptions{Edges: 5, AllThreads: c.allThreads}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), c.want) {
+			t.Errorf("AllThreads %q: report does not say %q:\n%s", c.allThreads, c.want, b.String())
+		}
 	}
 }

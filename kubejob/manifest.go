@@ -166,8 +166,23 @@ func Build(s Spec) (*Objects, error) {
 	return o, nil
 }
 
-// check refuses a Spec that cannot make valid objects, with a message that
-// names the flag.
+// SpecError is a Spec field whose value the job cannot run with; the
+// command maps Field to its flag. Test with errors.As.
+type SpecError struct {
+	Field string // the Spec field: "Image", "Deadline", "TTL"
+	Value string // its value ("" when unset)
+	Want  string // what it needs
+}
+
+func (e *SpecError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("no %s: %s", e.Field, e.Want)
+	}
+	return fmt.Sprintf("%s %s: %s", e.Field, e.Value, e.Want)
+}
+
+// check refuses a Spec that cannot make valid objects, naming the field
+// (SpecError) or the pod, stage, run id or argument at fault.
 func (s Spec) check() error {
 	switch {
 	case s.Pod == nil:
@@ -177,11 +192,11 @@ func (s Spec) check() error {
 	case s.Stage != StageObserve && s.Stage != StageTrain:
 		return fmt.Errorf("stage %q: the job runs observe or train", s.Stage)
 	case s.Image == "":
-		return errors.New("no --image: give an image with temper-train on PATH, e.g. --image registry.example/temper-train:v1")
+		return &SpecError{Field: "Image", Want: "give an image with temper-train on PATH, e.g. registry.example/temper-train:v1"}
 	case s.Deadline < time.Second:
-		return fmt.Errorf("--deadline %s: want at least 1s", s.Deadline)
+		return &SpecError{Field: "Deadline", Value: s.Deadline.String(), Want: "want at least 1s"}
 	case s.TTL < 0 || s.TTL > time.Duration(1<<31-1)*time.Second:
-		return fmt.Errorf("--ttl %s: want between 0 and 68 years", s.TTL)
+		return &SpecError{Field: "TTL", Value: s.TTL.String(), Want: "want between 0 and 68 years"}
 	}
 	if errs := validation.IsDNS1123Label(s.RunID); len(errs) > 0 {
 		return fmt.Errorf("run id %q: %s", s.RunID, strings.Join(errs, "; "))

@@ -176,11 +176,12 @@ func TestBuildErrors(t *testing.T) {
 		want string
 	}{
 		{"unscheduled pod", func(s *Spec) { s.Pod.Spec.NodeName = "" }, "is not scheduled to a node yet"},
-		{"no image", func(s *Spec) { s.Image = "" }, "no --image"},
+		{"no image", func(s *Spec) { s.Image = "" }, "no Image: give an image"},
 		{"unknown stage", func(s *Spec) { s.Stage = "refine" }, `stage "refine"`},
 		{"reserved flag", func(s *Spec) { s.Args = []string{"--out=/x"} }, "--out after --: the job sets"},
 		{"reserved pod", func(s *Spec) { s.Args = []string{"--pod", "a/b"} }, "--pod after --"},
-		{"short deadline", func(s *Spec) { s.Deadline = 0 }, "--deadline 0s"},
+		{"short deadline", func(s *Spec) { s.Deadline = 0 }, "Deadline 0s: want at least 1s"},
+		{"negative ttl", func(s *Spec) { s.TTL = -time.Second }, "TTL -1s: want between 0 and 68 years"},
 		{"bad run id", func(s *Spec) { s.RunID = "Bad_ID" }, `run id "Bad_ID"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,21 +11,9 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-)
 
-// writeTree creates files (path relative to root → content) under root.
-func writeTree(t *testing.T, root string, files map[string]string) {
-	t.Helper()
-	for p, content := range files {
-		full := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(full, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
+	"temper.codes/temper-train/internal/testkit"
+)
 
 // fakeCPU describes one CPU of a fake sysfs tree.
 type fakeCPU struct {
@@ -67,7 +55,7 @@ func fakeSysfs(t *testing.T, online string, cpus map[int]fakeCPU, nodes map[int]
 	if nodes != nil {
 		files["sys/devices/system/node/has_cpu"] = "0-1\n" // a file that is not a node
 	}
-	writeTree(t, root, files)
+	testkit.WriteTree(t, root, files)
 	return root
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"temper.codes/temper-train/internal/need"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/observe/internal/recordtest"
 )
 
@@ -25,7 +26,7 @@ const maxRecordedGz = 4 << 20
 func TestLiveTracefsRecording(t *testing.T) {
 	need.Root(t, "to record with tracefs")
 	dir := t.TempDir()
-	bin := recordtest.BuildWorkload(t, dir)
+	bin := testkit.Workload(t)
 	tracePath := filepath.Join(dir, "trace.txt")
 	meta := recordtest.RecordWorkload(t, bin, dir, tracePath, &recordtest.Tracefs{})
 	recordtest.Check(t, tracePath, meta)

@@ -3,7 +3,6 @@ package observe
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -12,9 +11,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata")
+	"temper.codes/temper-train/internal/testkit"
+)
 
 // goldenEvents is a hand-made stream that exercises every event kind and every
 // corner of the compact encoding: a CPU's first switch (no known prev, so a full
@@ -134,28 +133,15 @@ func TestRoundTripGolden(t *testing.T) {
 
 	golden := filepath.Join("..", "testdata", "golden", "roundtrip.pftrace")
 	goldenDump := filepath.Join("..", "testdata", "golden", "roundtrip.events.txt")
-	if *update {
-		os.MkdirAll(filepath.Dir(golden), 0o755)
-		os.WriteFile(golden, data, 0o644)
-		os.WriteFile(goldenDump, []byte(dump(canonical(got))), 0o644)
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./observe -run RoundTripGolden -update)", err)
-	}
-	if !bytes.Equal(want, data) {
-		t.Errorf("writer output differs from %s: the on-disk format changed (rerun with -update if intended)", golden)
-	}
+	testkit.Golden(t, golden, data)
 	// The golden file also reads back to the golden event dump, so a reader
 	// change cannot hide behind a matching writer change.
-	fromGolden, _ := readAll(t, golden, want)
-	wantDump, err := os.ReadFile(goldenDump)
+	want, err := os.ReadFile(golden)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := dump(canonical(fromGolden)); got != string(wantDump) {
-		t.Errorf("%s reads back differently from %s:\n%s", golden, goldenDump, got)
-	}
+	fromGolden, _ := readAll(t, golden, want)
+	testkit.Golden(t, goldenDump, []byte(dump(canonical(fromGolden))))
 }
 
 // TestRoundTripRealTraces re-encodes real traces (ftrace text recorded on this

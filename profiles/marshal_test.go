@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"temper.codes/temper-train/internal/testkit"
 )
 
 // TestMarshalRoundTrip: Parse(Marshal(p)) == p for every builtin, and
@@ -56,7 +58,7 @@ func TestMarshalGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "testdata/golden/marshal.toml", string(out))
+	testkit.Golden(t, "testdata/golden/marshal.toml", out)
 	q, err := Parse("marshal.toml", out)
 	if err != nil {
 		t.Fatal(err)

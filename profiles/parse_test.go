@@ -2,14 +2,13 @@ package profiles
 
 import (
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"temper.codes/temper-train/internal/testkit"
+)
 
 // TestParseBad loads every file in testdata/bad and compares the one-line
 // errors with testdata/bad/errors.golden; each must also wrap its sentinel.
@@ -64,24 +63,7 @@ func TestParseBad(t *testing.T) {
 		}
 		got.WriteString(msg + "\n")
 	}
-	golden(t, "testdata/bad/errors.golden", got.String())
-}
-
-// golden compares got with the golden file, rewriting it under -update.
-func golden(t *testing.T, path, got string) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (go test -update rewrites it):\ngot:\n%s\nwant:\n%s", path, got, want)
-	}
+	testkit.Golden(t, "testdata/bad/errors.golden", []byte(got.String()))
 }
 
 // TestParseErrorLines checks that errors name the line and key path of the

@@ -1,41 +1,15 @@
 package synthesize
 
 import (
-	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"temper.codes/temper-train/analyze"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/observe/snapshot"
 	"temper.codes/temper-train/profiles"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// golden compares data with testdata/name, or rewrites it with -update.
-func golden(t *testing.T, name string, data []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./synthesize -run %s -update to create it)", err, t.Name())
-	}
-	if !bytes.Equal(data, want) {
-		t.Errorf("%s differs from the golden file (go test ./synthesize -run %s -update rewrites it):\n%s", path, t.Name(), data)
-	}
-}
 
 // traceCase is a real trace under testdata/traces, how analyze is told
 // which threads are the workload's, and the variants to synthesize.
@@ -119,7 +93,7 @@ func TestGolden(t *testing.T) {
 						t.Fatal(err)
 					}
 					stem := tc.name + "-" + v.label
-					golden(t, stem+".toml", data)
+					testkit.Golden(t, filepath.Join("testdata", stem+".toml"), data)
 					if !v.exports {
 						return
 					}
@@ -135,7 +109,7 @@ func TestGolden(t *testing.T) {
 						t.Fatal(err)
 					default:
 						checkLayeredEquivalent(t, a, r.Profile, spec)
-						golden(t, stem+".layered.json", spec)
+						testkit.Golden(t, filepath.Join("testdata", stem+".layered.json"), spec)
 					}
 					values, err := HelmValues(tc.name, data)
 					if err != nil {
@@ -144,7 +118,7 @@ func TestGolden(t *testing.T) {
 					if got := helmProfile(t, tc.name, values); got != string(data) {
 						t.Errorf("helm values do not carry the TOML byte for byte")
 					}
-					golden(t, stem+".values.yaml", values)
+					testkit.Golden(t, filepath.Join("testdata", stem+".values.yaml"), values)
 				})
 			}
 		})
@@ -166,6 +140,9 @@ func TestGoldenParses(t *testing.T) {
 	files, err := filepath.Glob("testdata/*.toml")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no testdata/*.toml: the goldens this test checks are missing")
 	}
 	for _, f := range files {
 		p, err := profiles.Load(f)

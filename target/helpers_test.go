@@ -3,20 +3,19 @@ package target
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"temper.codes/temper-train/internal/kubetest"
 	"temper.codes/temper-train/internal/mountinfo"
 	"temper.codes/temper-train/internal/need"
+	"temper.codes/temper-train/internal/testkit"
 )
 
 // cgroupTestRoots are test-owned directories inside the machine's real
@@ -53,7 +52,7 @@ func newCgroupTestRoots(t *testing.T) cgroupTestRoots {
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			t.Fatalf("create test cgroup: %v", err)
 		}
-		t.Cleanup(func() { removeCgroupTree(t, dir) })
+		t.Cleanup(func() { testkit.RemoveCgroupTree(t, dir) })
 	}
 	return r
 }
@@ -82,34 +81,6 @@ func mkCgroup(t *testing.T, dir string) string {
 		t.Fatalf("create cgroup: %v", err)
 	}
 	return dir
-}
-
-// removeCgroupTree removes a test cgroup and all cgroups below it, deepest
-// first. A cgroup whose last process has just been reaped can still be busy
-// for a moment, so removal is retried briefly.
-func removeCgroupTree(t *testing.T, root string) {
-	var dirs []string
-	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	slices.SortFunc(dirs, func(a, b string) int { return strings.Count(b, "/") - strings.Count(a, "/") })
-	for _, d := range dirs {
-		deadline := time.Now().Add(3 * time.Second)
-		for {
-			err := syscall.Rmdir(d)
-			if err == nil || errors.Is(err, syscall.ENOENT) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("remove test cgroup %s: %v (cgroup.procs: %q)", d, err, readFile(filepath.Join(d, "cgroup.procs")))
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
 }
 
 func readFile(p string) string {

@@ -3,7 +3,6 @@ package pictures
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,10 +10,9 @@ import (
 
 	"temper.codes/temper-train/analyze"
 	"temper.codes/temper-train/internal/need"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/observe/snapshot"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden pictures in testdata/")
 
 const serversDir = "../../testdata/traces/servers"
 
@@ -58,23 +56,7 @@ func TestServerPicturesGolden(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				golden := filepath.Join("testdata", server, filepath.Base(p))
-				if *update {
-					if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(golden, got, 0o644); err != nil {
-						t.Fatal(err)
-					}
-					continue
-				}
-				want, err := os.ReadFile(golden)
-				if err != nil {
-					t.Fatalf("%v (-update writes it)", err)
-				}
-				if !bytes.Equal(got, want) {
-					t.Errorf("%s differs from %s (if the change is meant, -update and review the pictures)", filepath.Base(p), golden)
-				}
+				testkit.Golden(t, filepath.Join("testdata", server, filepath.Base(p)), got)
 			}
 		})
 	}

@@ -162,7 +162,7 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
 			return err
 		}
 	}
-	if err := a.Report(out, analyze.ReportOptions{Edges: f.edges, Wide: f.wide}); err != nil {
+	if err := a.Report(out, analyze.ReportOptions{Edges: f.edges, Wide: f.wide, AllThreads: "--json", GiveSnapshot: "pass --snapshot"}); err != nil {
 		return err
 	}
 	if graphSVG != "" {

@@ -13,16 +13,15 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/tw"
 	"github.com/spf13/cobra"
 
+	"temper.codes/temper-train/internal/table"
 	"temper.codes/temper-train/machine"
-	"temper.codes/temper-train/target"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/scheduler/scx"
+	"temper.codes/temper-train/target"
 )
 
 // applyFlags are apply's command-line settings.
@@ -337,8 +336,9 @@ func lintForApply(p *profiles.Profile, path, backend string, topo *machine.Topol
 // printApplyStats prints one row per group and, below the table, what the
 // backend could not do or measure, each note once.
 func printApplyStats(w io.Writer, stats []scheduler.GroupStats, elapsed time.Duration) {
-	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithRowAlignment(tw.AlignRight))
-	t.Header("GROUP", "TREATMENT", "THREADS", "CPU s", "CPUS", "DISPATCHES", "PREEMPTIONS", "SIBLING-BUSY")
+	t := table.New(table.Column{Name: "GROUP", Left: true}, table.Column{Name: "TREATMENT", Left: true}, table.Column{Name: "THREADS"},
+		table.Column{Name: "CPU s"}, table.Column{Name: "CPUS"}, table.Column{Name: "DISPATCHES"}, table.Column{Name: "PREEMPTIONS"},
+		table.Column{Name: "SIBLING-BUSY"})
 	type note struct {
 		text   string
 		groups []string
@@ -369,11 +369,11 @@ func printApplyStats(w io.Writer, stats []scheduler.GroupStats, elapsed time.Dur
 		if elapsed > 0 {
 			cpus = float64(s.RuntimeNs) / float64(elapsed.Nanoseconds())
 		}
-		t.Append(s.Group, string(s.Treatment), fmt.Sprint(s.Threads), fmt.Sprintf("%.2f", float64(s.RuntimeNs)/1e9),
+		t.Row(s.Group, string(s.Treatment), fmt.Sprint(s.Threads), fmt.Sprintf("%.2f", float64(s.RuntimeNs)/1e9),
 			fmt.Sprintf("%.2f", cpus), count(scheduler.Dispatches, s.Dispatches), count(scheduler.Preemptions, s.Preemptions),
 			count(scheduler.SiblingBusy, s.SiblingBusy))
 	}
-	t.Render()
+	t.Write(w, false)
 	for _, n := range notes {
 		who := strings.Join(n.groups, ", ")
 		if len(n.groups) == len(stats) {

@@ -16,19 +16,18 @@ import (
 
 	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/internal/procfs"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
+	"temper.codes/temper-train/scheduler/schedulertest"
 )
 
-// needSchedPrivileges needs root to reschedule other processes' threads,
-// and fails the test if the cfs backend still cannot.
+// needSchedPrivileges needs what the cfs backend needs to reschedule other
+// processes' threads (apply, canary and refine tests call it).
 func needSchedPrivileges(t *testing.T) {
 	t.Helper()
-	need.Root(t, "to change other threads' scheduling")
-	if err := cfs.New(cfs.Options{}).Probe(); err != nil {
-		t.Fatal(err)
-	}
+	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 }
 
 // applyProfile treats each of the workload's roles differently; wl-main,
@@ -196,7 +195,7 @@ func TestApplyCommand(t *testing.T) {
 	w := startWorkloadTree(t, buildWorkload(t))
 	dir := t.TempDir()
 	prof := filepath.Join(dir, "p.toml")
-	must(t, os.WriteFile(prof, []byte(applyProfile), 0o644))
+	testkit.Must(t, os.WriteFile(prof, []byte(applyProfile), 0o644))
 	state, statsPath := filepath.Join(dir, "state.json"), filepath.Join(dir, "stats.json")
 	before := w.views(t)
 
@@ -249,8 +248,8 @@ func TestApplyCommand(t *testing.T) {
 
 	var stats scheduler.Report
 	b, err := os.ReadFile(statsPath)
-	must(t, err)
-	must(t, json.Unmarshal(b, &stats))
+	testkit.Must(t, err)
+	testkit.Must(t, json.Unmarshal(b, &stats))
 	groupOf := map[int]string{}
 	for _, th := range stats.Threads {
 		groupOf[th.Tid] = th.Group
@@ -278,7 +277,7 @@ func TestApplySignals(t *testing.T) {
 	w := startWorkloadTree(t, buildWorkload(t))
 	dir := t.TempDir()
 	prof := filepath.Join(dir, "p.toml")
-	must(t, os.WriteFile(prof, []byte(applyProfile), 0o644))
+	testkit.Must(t, os.WriteFile(prof, []byte(applyProfile), 0o644))
 	state := filepath.Join(dir, "state.json")
 	before := w.views(t)
 
@@ -286,7 +285,7 @@ func TestApplySignals(t *testing.T) {
 		cmd := exec.Command(tt, "apply", prof, "--pid", strconv.Itoa(w.cmd.Process.Pid), "--backend", "cfs", "--state", state, "-q")
 		cmd.Stderr = &testLog{t: t, prefix: "apply: "}
 		cmd.Stdout = cmd.Stderr
-		must(t, cmd.Start())
+		testkit.Must(t, cmd.Start())
 		t.Cleanup(func() { cmd.Process.Kill() })
 		waitFor(t, "apply to change the threads", func() bool {
 			return readSched(t, w.tids["wl-compute-1"]).CPUs == excl && readSched(t, w.tids["sleep"]).Policy == 5
@@ -295,7 +294,7 @@ func TestApplySignals(t *testing.T) {
 	}
 
 	cmd := startApply()
-	must(t, cmd.Process.Signal(syscall.SIGTERM))
+	testkit.Must(t, cmd.Process.Signal(syscall.SIGTERM))
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("apply after SIGTERM: %v", err)
 	}
@@ -309,7 +308,7 @@ func TestApplySignals(t *testing.T) {
 	}
 
 	cmd = startApply()
-	must(t, cmd.Process.Signal(syscall.SIGKILL))
+	testkit.Must(t, cmd.Process.Signal(syscall.SIGKILL))
 	cmd.Wait()
 	time.Sleep(300 * time.Millisecond)
 	if got := readSched(t, w.tids["wl-compute-1"]); got.CPUs != excl {
@@ -322,7 +321,7 @@ func TestApplySignals(t *testing.T) {
 
 	// A thread that exits before the revert is skipped with a note.
 	sleepPid := w.tids["sleep"]
-	must(t, syscall.Kill(sleepPid, syscall.SIGKILL))
+	testkit.Must(t, syscall.Kill(sleepPid, syscall.SIGKILL))
 	waitFor(t, "sleep to exit", func() bool {
 		_, err := scheduler.TaskStartTime(sleepPid) // a zombie counts as exited
 		return errors.Is(err, scheduler.ErrThreadGone)
@@ -362,12 +361,12 @@ func TestApplyTargetExits(t *testing.T) {
 	_, shared := exclusiveCPUs(t)
 	dir := t.TempDir()
 	prof := filepath.Join(dir, "p.toml")
-	must(t, os.WriteFile(prof, []byte(applyProfile), 0o644))
+	testkit.Must(t, os.WriteFile(prof, []byte(applyProfile), 0o644))
 	// "; true" keeps the shell from exec'ing the last command itself.
 	sh := exec.Command("sh", "-c", "read x; sleep 1.5; true")
 	stdin, err := sh.StdinPipe()
-	must(t, err)
-	must(t, sh.Start())
+	testkit.Must(t, err)
+	testkit.Must(t, sh.Start())
 	defer sh.Process.Kill()
 	go sh.Wait()
 	shPid := sh.Process.Pid
@@ -408,15 +407,15 @@ func TestApplyWithoutPrivileges(t *testing.T) {
 	need.Root(t, "to switch to an unprivileged user")
 	tt := buildCLI(t)
 	dir, err := os.MkdirTemp("", "apply-unprivileged-")
-	must(t, err)
+	testkit.Must(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	must(t, os.Chmod(dir, 0o777))
+	testkit.Must(t, os.Chmod(dir, 0o777))
 	bin := filepath.Join(dir, "temper-train")
 	b, err := os.ReadFile(tt)
-	must(t, err)
-	must(t, os.WriteFile(bin, b, 0o755))
+	testkit.Must(t, err)
+	testkit.Must(t, os.WriteFile(bin, b, 0o755))
 	prof := filepath.Join(dir, "p.toml")
-	must(t, os.WriteFile(prof, []byte(applyProfile), 0o644))
+	testkit.Must(t, os.WriteFile(prof, []byte(applyProfile), 0o644))
 	w := startWorkloadTree(t, buildWorkload(t))
 	before := w.views(t)
 	state := filepath.Join(dir, "state.json")
@@ -468,7 +467,7 @@ func TestApplyRefusesBeforeChanging(t *testing.T) {
 	}
 	for _, c := range cases {
 		prof := filepath.Join(dir, "p.toml")
-		must(t, os.WriteFile(prof, []byte(c.profile), 0o644))
+		testkit.Must(t, os.WriteFile(prof, []byte(c.profile), 0o644))
 		code, _, stderr := runCLI("apply", prof, "--pid", pid, "--backend", c.backend, "--state", state, "--for", "1s", "-q")
 		if code != exitFailure || !strings.Contains(stderr, c.err) {
 			t.Errorf("%s: exit %d, stderr %q; want exit %d and %q", c.name, code, stderr, exitFailure, c.err)
@@ -498,7 +497,7 @@ func TestApplyDemote(t *testing.T) {
 	before := w.views(t)
 	dir := t.TempDir()
 	prof := filepath.Join(dir, "p.toml")
-	must(t, os.WriteFile(prof, []byte(strings.Replace(applyProfile, "exclusive_cores = 1", "exclusive_cores = 4096", 1)), 0o644))
+	testkit.Must(t, os.WriteFile(prof, []byte(strings.Replace(applyProfile, "exclusive_cores = 1", "exclusive_cores = 4096", 1)), 0o644))
 	pid := strconv.Itoa(w.cmd.Process.Pid)
 	code, _, stderr := runCLI("apply", prof, "--pid", pid, "--backend", "cfs", "--state", filepath.Join(dir, "s.json"), "--for", "1s", "-q")
 	if code != exitFailure || !strings.Contains(stderr, "apply refuses it") {
@@ -572,13 +571,6 @@ func (l *testLog) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestApplyStateExists: a state file left by an apply that did not finish
 // stops apply before anything changes, and the message says how to revert
 // it and which flag chooses another (the backend's own error names no flag).
@@ -586,9 +578,9 @@ func TestApplyStateExists(t *testing.T) {
 	needSchedPrivileges(t)
 	dir := t.TempDir()
 	prof := filepath.Join(dir, "p.toml")
-	must(t, os.WriteFile(prof, []byte(applyProfile), 0o644))
+	testkit.Must(t, os.WriteFile(prof, []byte(applyProfile), 0o644))
 	state := filepath.Join(dir, "s.json")
-	must(t, os.WriteFile(state, []byte("{}"), 0o600))
+	testkit.Must(t, os.WriteFile(state, []byte("{}"), 0o600))
 	code, _, stderr := runCLI("apply", prof, "--pid", strconv.Itoa(os.Getpid()), "--backend", "cfs", "--state", state, "--for", "1s", "-q")
 	want := "state file " + state + " already exists, left by an apply that did not finish: revert it first (temper-train apply --revert " + state + ") or choose another --state"
 	if code != exitFailure || !strings.Contains(stderr, want) {

@@ -154,7 +154,7 @@ func runJob(cmd *cobra.Command, f jobFlags, stage string, stageArgs []string) er
 		Deadline: f.deadline, TTL: f.ttl, Privileged: f.privileged}
 	objs, err := kubejob.Build(spec)
 	if err != nil {
-		return usageError{err}
+		return usageError{jobFlagError(err)}
 	}
 	if f.dryRun {
 		y, err := objs.YAML()
@@ -324,3 +324,21 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) bytes() []byte { return t.b }
+
+// jobFlagError names the flag behind a kubejob.SpecError (the library names
+// the Spec field); other errors pass unchanged.
+func jobFlagError(err error) error {
+	var se *kubejob.SpecError
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Field {
+	case "Image":
+		return errors.New("no --image: give an image with temper-train on PATH, e.g. --image registry.example/temper-train:v1")
+	case "Deadline":
+		return fmt.Errorf("--deadline %s: %s", se.Value, se.Want)
+	case "TTL":
+		return fmt.Errorf("--ttl %s: %s", se.Value, se.Want)
+	}
+	return err
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +27,7 @@ import (
 	"temper.codes/temper-train/internal/kubetest"
 	"temper.codes/temper-train/internal/mountinfo"
 	"temper.codes/temper-train/internal/need"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/kubejob"
 	"temper.codes/temper-train/observe"
 	"temper.codes/temper-train/observe/snapshot"
@@ -74,33 +74,8 @@ func newFakeNode(t *testing.T) *fakeNode {
 	if err := os.Mkdir(n.cgroupRoot, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { removeCgroups(t, n.cgroupRoot) })
+	t.Cleanup(func() { testkit.RemoveCgroupTree(t, n.cgroupRoot) })
 	return n
-}
-
-// removeCgroups removes a cgroup tree, deepest first, retrying while a
-// just-killed process still holds one.
-func removeCgroups(t *testing.T, root string) {
-	var dirs []string
-	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	slices.Reverse(dirs)
-	for _, d := range dirs {
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			err := syscall.Rmdir(d)
-			if err == nil || errors.Is(err, syscall.ENOENT) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("remove test cgroup %s: %v", d, err)
-				break
-			}
-		}
-	}
 }
 
 // runPod creates a BestEffort pod on the node, started as the kubelet

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/need"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/observe"
 	"temper.codes/temper-train/observe/record"
 	"temper.codes/temper-train/observe/snapshot"
@@ -32,15 +33,10 @@ func needTracing(t *testing.T) {
 	}
 }
 
-// buildWorkload compiles testdata/workload (13 named threads).
+// buildWorkload is testdata/workload (13 named threads), built for the test.
 func buildWorkload(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "workload")
-	out, err := exec.Command("gcc", "-O2", "-pthread", "-o", bin, "../../testdata/workload/workload.c").CombinedOutput()
-	if err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	return bin
+	return testkit.Workload(t)
 }
 
 var workloadThreads = []string{"wl-main", "wl-acceptor", "wl-worker-0", "wl-worker-1", "wl-worker-2", "wl-worker-3",

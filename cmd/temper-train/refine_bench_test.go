@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/need"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine/background"
@@ -28,10 +29,7 @@ func BenchmarkRefineSwitchover(b *testing.B) {
 		need.Unmet(b, "to change real threads' scheduling", err.Error())
 	}
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "workload")
-	if out, err := exec.Command("gcc", "-O2", "-pthread", "-o", bin, "../../testdata/workload/workload.c").CombinedOutput(); err != nil {
-		b.Fatalf("gcc: %v\n%s", err, out)
-	}
+	bin := testkit.Workload(b)
 	wl := exec.Command(bin, "--dir", dir)
 	out, err := wl.StdoutPipe()
 	if err != nil {

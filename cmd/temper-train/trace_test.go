@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"temper.codes/temper-train/internal/table"
+	"temper.codes/temper-train/internal/testkit"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // TestSummaryTableGolden renders `trace summary` of the committed workload
 // trace in the default view and with -o wide / --wide against testdata
@@ -32,23 +28,7 @@ func TestSummaryTableGolden(t *testing.T) {
 		if code != exitOK {
 			t.Fatalf("%v: exit %d: %s", c.args, code, stderr)
 		}
-		path := filepath.Join("testdata", c.golden)
-		if *update {
-			if err := os.MkdirAll("testdata", 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (go test -run %s -update writes it)", err, t.Name())
-		}
-		if !bytes.Equal([]byte(out), want) {
-			t.Errorf("%v differs from %s; got:\n%s", c.args, path, out)
-		}
+		testkit.Golden(t, filepath.Join("testdata", c.golden), []byte(out))
 		wide := strings.HasSuffix(c.golden, ".wide.txt")
 		if wide != strings.Contains(out, "SWITCH-OUTS") {
 			t.Errorf("%v: SWITCH-OUTS shown: %v, want %v", c.args, !wide, wide)

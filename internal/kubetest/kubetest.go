@@ -20,7 +20,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,6 +35,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"temper.codes/temper-train/internal/need"
+	"temper.codes/temper-train/internal/testkit"
 )
 
 // Once starts the server of a test binary on first use and keeps it for
@@ -74,25 +74,6 @@ func (o *Once) Need(t *testing.T) *Server {
 func (o *Once) Stop() {
 	if o.s != nil {
 		o.s.Stop()
-	}
-}
-
-// repoRoot is the directory holding go.mod, found upwards from the test's
-// working directory (its package directory).
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory: run the tests inside the repository")
-		}
-		dir = parent
 	}
 }
 
@@ -138,7 +119,7 @@ func kubeBinsDir() (string, error) {
 	if d := os.Getenv("KUBE_BINS"); d != "" {
 		return d, nil
 	}
-	root, err := repoRoot()
+	root, err := testkit.RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -169,7 +150,7 @@ func Start() (_ *Server, err error) {
 			s.Stop()
 		}
 	}()
-	ports, err := freePorts(3)
+	ports, err := testkit.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -266,26 +247,6 @@ func (s *Server) Stop() {
 		s.etcd.stop(10 * time.Second)
 	}
 	os.RemoveAll(s.Dir)
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // writeServiceAccountKey writes a fresh RSA key pair for signing service

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/need"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/internal/tpcheck/tpchecktest"
 	"temper.codes/temper-train/observe"
 	"temper.codes/temper-train/observe/internal/recordtest"
@@ -105,7 +106,7 @@ func TestRecordWorkload(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			requireRoot(t)
 			dir := t.TempDir()
-			bin := recordtest.BuildWorkload(t, dir)
+			bin := testkit.Workload(t)
 			tracePath := filepath.Join(dir, "trace.pftrace")
 			rec := &bpfRecorder{attach: mode}
 			meta := recordtest.RecordWorkload(t, bin, dir, tracePath, rec)
@@ -194,7 +195,7 @@ func TestRecordSMTSiblings(t *testing.T) {
 	need.CPUs(t, 2)
 	taskset := need.Tool(t, "taskset", "util-linux")
 	dir := t.TempDir()
-	bin := recordtest.BuildWorkload(t, dir)
+	bin := testkit.Workload(t)
 	target := exec.Command(taskset, "-c", "0", bin, "--dir", dir)
 	other := exec.Command(taskset, "-c", "1", "sh", "-c", "while :; do sleep 0.002; done")
 	for _, c := range []*exec.Cmd{target, other} {
@@ -263,7 +264,7 @@ func TestRecordSMTSiblings(t *testing.T) {
 func TestRecordLoss(t *testing.T) {
 	requireRoot(t)
 	dir := t.TempDir()
-	bin := recordtest.BuildWorkload(t, dir)
+	bin := testkit.Workload(t)
 	wl := exec.Command(bin, "--dir", dir, "--rate", "5000")
 	wl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := wl.Start(); err != nil {

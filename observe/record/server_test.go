@@ -15,38 +15,10 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/need"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/observe"
 	"temper.codes/temper-train/observe/internal/recordtest"
 )
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startServer starts a server process and waits until ready() holds.
-func startServer(t *testing.T, ready func() bool, name string, args ...string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); !ready(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready after 10 s:\n%s", name, out.String())
-		}
-	}
-	return cmd
-}
 
 // TestRecordRedis traces a real redis-server from Debian under
 // redis-benchmark. Redis serves every command on its main thread (an event
@@ -57,9 +29,11 @@ func TestRecordRedis(t *testing.T) {
 	requireRoot(t)
 	server := need.Tool(t, "redis-server", "redis-server")
 	bench := need.Tool(t, "redis-benchmark", "redis-tools")
-	port := freePort(t)
+	port := testkit.FreePort(t)
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	srv := startServer(t, func() bool {
+	srv := testkit.StartServer(t, server, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", t.TempDir(), "--daemonize", "no")
+	srv.WaitReady(t, 10*time.Second, func() bool {
 		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
 		if err != nil {
 			return false
@@ -70,9 +44,8 @@ func TestRecordRedis(t *testing.T) {
 		buf := make([]byte, 16)
 		n, _ := c.Read(buf)
 		return strings.HasPrefix(string(buf[:n]), "+PONG")
-	}, server, "--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir(), "--daemonize", "no")
-	pid := srv.Process.Pid
+	})
+	pid := srv.Cmd.Process.Pid
 
 	load := exec.Command(bench, "-h", "127.0.0.1", "-p", fmt.Sprint(port), "-c", "20", "-n", "10000000", "-t", "set,get", "-q")
 	load.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -17,6 +17,7 @@ import (
 
 	"temper.codes/temper-train/internal/mountinfo"
 	"temper.codes/temper-train/internal/need"
+	"temper.codes/temper-train/internal/testkit"
 )
 
 func i64(v int64) *int64 { return &v }
@@ -89,7 +90,7 @@ func TestReadCgroupCPUFake(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			root := t.TempDir()
-			writeTree(t, root, tt.files)
+			testkit.WriteTree(t, root, tt.files)
 			got, err := ReadCgroupCPU(tt.dir(root))
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {

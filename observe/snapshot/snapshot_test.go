@@ -3,17 +3,15 @@ package snapshot
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/machine"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/snapshot.golden.json from the fixed snapshot")
 
 const goldenPath = "testdata/snapshot.golden.json"
 
@@ -99,18 +97,7 @@ func TestGolden(t *testing.T) {
 	if err := fixedSnapshot().Write(&buf); err != nil {
 		t.Fatal(err)
 	}
-	if *update {
-		if err := os.WriteFile(goldenPath, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(goldenPath)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("serialized snapshot differs from %s (run with -update if the change is intended):\n%s", goldenPath, buf.String())
-	}
+	testkit.Golden(t, goldenPath, buf.Bytes())
 
 	// Load gives back the same snapshot, and writing it again the same bytes.
 	s, err := Load(goldenPath)
@@ -119,8 +106,8 @@ func TestGolden(t *testing.T) {
 	}
 	var again bytes.Buffer
 	s.Write(&again)
-	if !bytes.Equal(again.Bytes(), want) {
-		t.Errorf("Load then Write differs from %s:\n%s", goldenPath, again.String())
+	if !bytes.Equal(again.Bytes(), buf.Bytes()) {
+		t.Errorf("Load of %s then Write differs from the snapshot written:\n%s", goldenPath, again.String())
 	}
 	if s.Threads[0].Comm != "a) b (c)" || s.Pod.Containers[0].Image != "web:1" || s.Events.Lost() != 3 {
 		t.Errorf("loaded snapshot lost data: %+v", s)

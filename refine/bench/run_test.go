@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,9 +13,11 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"temper.codes/temper-train/internal/need"
 	"testing"
 	"time"
+
+	"temper.codes/temper-train/internal/need"
+	"temper.codes/temper-train/internal/testkit"
 )
 
 // pgTool finds a PostgreSQL server program: Debian keeps them off PATH, in
@@ -32,69 +33,12 @@ func pgTool(t *testing.T, name string) string {
 	return need.Tool(t, name, "postgresql")
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// waitPort waits until something accepts connections on 127.0.0.1:port;
-// exited (nil: not watched) is closed if the server exits first.
-func waitPort(t *testing.T, port int, exited <-chan struct{}) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			c.Close()
-			return
-		}
-		select {
-		case <-exited:
-			t.Fatalf("the server for port %d exited", port)
-		default:
-		}
-	}
-	t.Fatalf("nothing listens on 127.0.0.1:%d after 30s", port)
-}
-
-// startServer runs a server in the foreground for the test's duration; the
-// channel is closed when it exits.
-func startServer(t *testing.T, argv ...string) <-chan struct{} {
-	t.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	log, err := os.Create(filepath.Join(t.TempDir(), "server.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-		log.Close()
-	})
-	return exited
-}
-
 func startRedis(t *testing.T) int {
 	t.Helper()
 	server := need.Tool(t, "redis-server", "redis-server")
-	port := freePort(t)
-	exited := startServer(t, server, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	waitPort(t, port, exited)
+	port := testkit.FreePort(t)
+	srv := testkit.StartServer(t, server, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	testkit.WaitPort(t, port, 30*time.Second, srv.Exited)
 	return port
 }
 
@@ -128,7 +72,7 @@ func TestRunRedisBenchmarkNoServer(t *testing.T) {
 	marker := markEnv(t)
 	start := time.Now()
 	_, err := Run(context.Background(), Command{
-		Argv:    []string{rb, "-h", "127.0.0.1", "-p", strconv.Itoa(freePort(t)), "-n", "1000", "-t", "get"},
+		Argv:    []string{rb, "-h", "127.0.0.1", "-p", strconv.Itoa(testkit.FreePort(t)), "-n", "1000", "-t", "get"},
 		Timeout: 2 * time.Second,
 	})
 	if !errors.Is(err, ErrTimeout) {
@@ -161,7 +105,7 @@ func startPostgres(t *testing.T) (port int, user string) {
 	if out, err := init.CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
-	port = freePort(t)
+	port = testkit.FreePort(t)
 	cmd := exec.Command(postgres, "-D", data, "-p", strconv.Itoa(port), "-k", dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(pg.uid), Gid: uint32(pg.gid)}, Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	exited := make(chan struct{})
@@ -179,7 +123,7 @@ func startPostgres(t *testing.T) (port int, user string) {
 			<-exited
 		}
 	})
-	waitPort(t, port, exited)
+	testkit.WaitPort(t, port, 30*time.Second, exited)
 	return port, "postgres"
 }
 
@@ -241,7 +185,7 @@ func TestRunPgbench(t *testing.T) {
 	}
 	// A failed run is an error carrying pgbench's own last word.
 	t.Run("no server", func(t *testing.T) {
-		argv := []string{pgb, "-h", "127.0.0.1", "-p", strconv.Itoa(freePort(t)), "-U", user, "-T", "1", "postgres"}
+		argv := []string{pgb, "-h", "127.0.0.1", "-p", strconv.Itoa(testkit.FreePort(t)), "-U", user, "-T", "1", "postgres"}
 		_, err := Run(context.Background(), Command{Argv: argv, Timeout: time.Minute, Dir: t.TempDir()})
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || !strings.Contains(err.Error(), "pgbench: error: could not create connection") {
@@ -254,9 +198,9 @@ func TestRunPgbench(t *testing.T) {
 func TestRunMemaslap(t *testing.T) {
 	mc := need.Tool(t, "memcached", "memcached")
 	slap := need.Tool(t, "memcaslap", "libmemcached-tools")
-	port := freePort(t)
-	startServer(t, mc, "-l", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "0", "-u", "nobody")
-	waitPort(t, port, nil)
+	port := testkit.FreePort(t)
+	srv := testkit.StartServer(t, mc, "-l", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "0", "-u", "nobody")
+	testkit.WaitPort(t, port, 30*time.Second, srv.Exited)
 	res, err := Run(context.Background(), Command{
 		Argv:    []string{slap, "-s", fmt.Sprintf("127.0.0.1:%d", port), "-T", "2", "-c", "8", "-t", "2s"},
 		Timeout: time.Minute,
@@ -327,10 +271,10 @@ func TestRunSysbenchMariaDB(t *testing.T) {
 	if out, err := exec.Command(installDB, "--no-defaults", "--datadir="+data, "--user=root", "--auth-root-authentication-method=normal").CombinedOutput(); err != nil {
 		t.Fatalf("mariadb-install-db: %v\n%s", err, out)
 	}
-	port := freePort(t)
-	exited := startServer(t, mariadbd, "--no-defaults", "--datadir="+data, "--user=root", "--bind-address=127.0.0.1",
+	port := testkit.FreePort(t)
+	srv := testkit.StartServer(t, mariadbd, "--no-defaults", "--datadir="+data, "--user=root", "--bind-address=127.0.0.1",
 		"--port="+strconv.Itoa(port), "--socket="+filepath.Join(dir, "sock"), "--skip-log-bin", "--innodb-buffer-pool-size=64M")
-	waitPort(t, port, exited)
+	testkit.WaitPort(t, port, 30*time.Second, srv.Exited)
 	common := []string{"--db-driver=mysql", "--mysql-host=127.0.0.1", "--mysql-port=" + strconv.Itoa(port), "--mysql-user=root", "--mysql-db=mysql", "--tables=1", "--table-size=2000"}
 	if out, err := exec.Command(sb, append(common, "oltp_read_write", "prepare")...).CombinedOutput(); err != nil {
 		t.Fatalf("sysbench prepare: %v\n%s", err, out)

@@ -3,7 +3,6 @@ package report
 import (
 	"bytes"
 	"encoding/xml"
-	"flag"
 	"image/png"
 	"io"
 	"os"
@@ -13,10 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/refine/stats"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/REPORT.md from the fixture")
 
 func scale(x []float64, f float64) []float64 {
 	y := make([]float64, len(x))
@@ -132,19 +130,7 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", File)
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./refine/report -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("REPORT.md differs from %s (go test ./refine/report -update rewrites it after review):\n%s", golden, firstDiff(string(got), string(want)))
-	}
+	testkit.Golden(t, filepath.Join("testdata", File), got)
 	for _, must := range []string{
 		"| bg spinners | stock CFS throughput (p99_ms) | refined throughput (p99_ms) | Δ p99_ms | p | n |",
 		"| 4 | 81.81k (0.4221) | 96.38k (0.2914) | -30.6% [-33.0%, -28.2%] | 0.000155 | 8+8 |",
@@ -179,24 +165,6 @@ func TestGolden(t *testing.T) {
 			t.Fatalf("%s.png: %v", name, err)
 		}
 	}
-}
-
-// firstDiff shows the first differing line of two texts.
-func firstDiff(got, want string) string {
-	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
-	for i := 0; i < len(g) || i < len(w); i++ {
-		var a, b string
-		if i < len(g) {
-			a = g[i]
-		}
-		if i < len(w) {
-			b = w[i]
-		}
-		if a != b {
-			return "line " + strconv.Itoa(i+1) + ":\n got: " + a + "\nwant: " + b
-		}
-	}
-	return ""
 }
 
 func TestDeterministicBytes(t *testing.T) {

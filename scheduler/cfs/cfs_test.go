@@ -12,8 +12,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
+	"temper.codes/temper-train/scheduler/schedulertest"
 )
 
 // workloadProfile gives each of the workload's roles another treatment;
@@ -33,13 +35,13 @@ func workloadProfile() *profiles.Profile {
 // checks, in /proc, that every thread got its treatment and then got back
 // exactly what it had, including settings that were not the defaults.
 func TestApplyRevertWorkload(t *testing.T) {
-	needRoot(t)
+	schedulertest.NeedBackend(t, New(Options{}))
 	needCores(t, 2)
 	p := startWorkload(t)
 	// Originals that are not the defaults, to see they come back exactly.
-	must(t, unix.Setpriority(unix.PRIO_PROCESS, p.tids["wl-worker-1"], 2))
-	must(t, unix.Setpriority(unix.PRIO_PROCESS, p.tids["wl-idle-0"], 4))
-	must(t, unix.Setpriority(unix.PRIO_PROCESS, p.tids["wl-logger"], -2))
+	testkit.Must(t, unix.Setpriority(unix.PRIO_PROCESS, p.tids["wl-worker-1"], 2))
+	testkit.Must(t, unix.Setpriority(unix.PRIO_PROCESS, p.tids["wl-idle-0"], 4))
+	testkit.Must(t, unix.Setpriority(unix.PRIO_PROCESS, p.tids["wl-logger"], -2))
 	before := p.views(t)
 
 	pl := plan(t, workloadProfile(), p.cmd.Process.Pid)
@@ -134,7 +136,7 @@ func TestApplyRevertWorkload(t *testing.T) {
 	}
 	// Idempotent: a second revert changes nothing and fails nothing, and a
 	// refresh after revert does not re-apply: it says the plan is reverted.
-	must(t, unix.Setpriority(unix.PRIO_PROCESS, p.tids["wl-worker-0"], 1))
+	testkit.Must(t, unix.Setpriority(unix.PRIO_PROCESS, p.tids["wl-worker-0"], 1))
 	if err := a.Revert(); err != nil {
 		t.Errorf("second revert: %v", err)
 	}
@@ -151,9 +153,9 @@ func TestApplyRevertWorkload(t *testing.T) {
 // themselves — and they revert to what their process had before apply,
 // not to what they inherited from a changed creator.
 func TestRefreshNewThreads(t *testing.T) {
-	needRoot(t)
+	schedulertest.NeedBackend(t, New(Options{}))
 	needCores(t, 2)
-	p := start(t, gcc(t, "testdata/spawner.c"), "--rename-ms", "400")
+	p := start(t, testkit.BuildC(t, "testdata/spawner.c"), "--rename-ms", "400")
 	if !p.lines.Scan() || !strings.HasPrefix(p.lines.Text(), "ready") {
 		t.Fatalf("spawner: %q %v", p.lines.Text(), p.lines.Err())
 	}
@@ -174,7 +176,7 @@ func TestRefreshNewThreads(t *testing.T) {
 
 	late := make([]int, 2)
 	for i := range late {
-		must(t, p.cmd.Process.Signal(unix.SIGUSR1))
+		testkit.Must(t, p.cmd.Process.Signal(unix.SIGUSR1))
 		if !p.lines.Scan() {
 			t.Fatal(p.lines.Err())
 		}
@@ -185,7 +187,7 @@ func TestRefreshNewThreads(t *testing.T) {
 	}
 	// Still named sp-main: the new threads are in group main and keep what
 	// they inherited, which is what group main wants.
-	must(t, a.Refresh())
+	testkit.Must(t, a.Refresh())
 	for _, tid := range late {
 		if got, want := readKernel(t, tid), (kernelView{CPUs: shared, Policy: unix.SCHED_BATCH, Nice: before.Nice}); got != want {
 			t.Errorf("new thread %d as sp-main: %v, want %v", tid, got, want)
@@ -210,7 +212,7 @@ func TestRefreshNewThreads(t *testing.T) {
 			t.Fatalf("spawner: %q %v", p.lines.Text(), p.lines.Err())
 		}
 	}
-	must(t, a.Refresh())
+	testkit.Must(t, a.Refresh())
 	wants := []kernelView{
 		{CPUs: cpus(excl), Policy: before.Policy, Nice: before.Nice},    // sp-late-0: exclusive
 		{CPUs: shared, Policy: before.Policy, Nice: defaultLatencyNice}, // sp-late-1: latency
@@ -225,7 +227,7 @@ func TestRefreshNewThreads(t *testing.T) {
 		t.Errorf("after rename: groups have %d/%d/%d threads, want 1/1/1", stats[0].Threads, stats[1].Threads, stats[2].Threads)
 	}
 
-	must(t, a.Revert())
+	testkit.Must(t, a.Revert())
 	for _, tid := range append([]int{pid}, late...) {
 		if got := readKernel(t, tid); got != before {
 			t.Errorf("reverted: thread %d: %v, want the process's original %v", tid, got, before)
@@ -235,7 +237,7 @@ func TestRefreshNewThreads(t *testing.T) {
 
 // TestCancelReverts: cancelling the context given to Apply reverts.
 func TestCancelReverts(t *testing.T) {
-	needRoot(t)
+	schedulertest.NeedBackend(t, New(Options{}))
 	p := startWorkload(t)
 	before := p.views(t)
 	prof := &profiles.Profile{SchemaVersion: 1, ID: "cancel", ThreadGroups: []profiles.ThreadGroup{
@@ -273,7 +275,7 @@ func TestCancelReverts(t *testing.T) {
 // affinity on a CPU that does not exist) fails Apply with a message naming
 // the thread, and the threads changed before it are put back.
 func TestApplyErrorRevertsAll(t *testing.T) {
-	needRoot(t)
+	schedulertest.NeedBackend(t, New(Options{}))
 	needCores(t, 2)
 	p := startWorkload(t)
 	before := p.views(t)
@@ -303,7 +305,7 @@ func TestApplyErrorRevertsAll(t *testing.T) {
 // not finish is never overwritten.
 func TestApplyRefusesExistingState(t *testing.T) {
 	state := filepath.Join(t.TempDir(), "state.json")
-	must(t, os.WriteFile(state, []byte("{}"), 0o600))
+	testkit.Must(t, os.WriteFile(state, []byte("{}"), 0o600))
 	prof := &profiles.Profile{SchemaVersion: 1, ID: "x", ThreadGroups: []profiles.ThreadGroup{
 		{Name: "all", Match: profiles.Match{All: true}, Treatment: profiles.Normal}}}
 	cl, _ := profiles.Compile(prof)
@@ -319,12 +321,12 @@ func TestApplyRefusesExistingState(t *testing.T) {
 // successor does: threads put back, exited ones noted, reused tids not
 // touched, one failure not stopping the others, the owner checked.
 func TestRevertFile(t *testing.T) {
-	needRoot(t)
+	schedulertest.NeedBackend(t, New(Options{}))
 	sleeper := func() (int, uint64) {
 		p := start(t, "sleep", "60")
 		pid := p.cmd.Process.Pid
 		s, err := scheduler.TaskStartTime(pid)
-		must(t, err)
+		testkit.Must(t, err)
 		return pid, s
 	}
 	good, goodStart := sleeper()
@@ -333,7 +335,7 @@ func TestRevertFile(t *testing.T) {
 	exited := exec1(t)
 	goodBefore, reusedBefore := readKernel(t, good), readKernel(t, reused)
 	// What a crashed apply left: good was set to SCHED_BATCH nice 7.
-	must(t, setPolicy(good, unix.SCHED_BATCH, 0, 7, false))
+	testkit.Must(t, setPolicy(good, unix.SCHED_BATCH, 0, 7, false))
 	self, _ := scheduler.TaskStartTime(os.Getpid())
 	orig := Settings{CPUs: parseCPUs(t, goodBefore.CPUs), Policy: goodBefore.Policy, Nice: goodBefore.Nice}
 	st := &State{Version: StateVersion, Backend: Name, Profile: "p", Pid: os.Getpid(), PidStart: self + 1, Threads: []Record{
@@ -344,7 +346,7 @@ func TestRevertFile(t *testing.T) {
 		{Tid: failing, Tgid: failing, Start: failingStart, Comm: "sleep", Original: Settings{CPUs: []int{1000}}, Changed: Fields{Affinity: true}},
 	}}
 	path := filepath.Join(t.TempDir(), "apply-1.json")
-	must(t, writeStateFile(path, st))
+	testkit.Must(t, writeStateFile(path, st))
 	notes := &noteLog{}
 	err := RevertFile(path, notes.add)
 	if err == nil || !strings.Contains(err.Error(), "revert thread "+itoa(failing)) {
@@ -368,7 +370,7 @@ func TestRevertFile(t *testing.T) {
 
 	// Retry after fixing the record: the file goes away.
 	left.Threads[0].Original.CPUs = parseCPUs(t, readKernel(t, failing).CPUs)
-	must(t, writeStateFile(path, left))
+	testkit.Must(t, writeStateFile(path, left))
 	if err := RevertFile(path, nil); err != nil {
 		t.Errorf("second revert: %v", err)
 	}
@@ -378,7 +380,7 @@ func TestRevertFile(t *testing.T) {
 
 	// A running owner is refused.
 	st.PidStart = self
-	must(t, writeStateFile(path, st))
+	testkit.Must(t, writeStateFile(path, st))
 	if err := RevertFile(path, nil); !errors.Is(err, ErrOwnerRunning) {
 		t.Errorf("revert of a running apply's state: %v, want ErrOwnerRunning", err)
 	}
@@ -386,7 +388,7 @@ func TestRevertFile(t *testing.T) {
 
 // TestProbe: as root (or with CAP_SYS_NICE) the backend is usable.
 func TestProbe(t *testing.T) {
-	needRoot(t)
+	schedulertest.NeedBackend(t, New(Options{}))
 	if err := New(Options{}).Probe(); err != nil {
 		t.Errorf("probe: %v", err)
 	}

@@ -11,7 +11,7 @@ import (
 // TestContract holds the CFS backend to the contract every backend keeps,
 // on the host's kernel.
 func TestContract(t *testing.T) {
-	needRoot(t)
+	schedulertest.NeedBackend(t, New(Options{}))
 	schedulertest.TestBackend(t, func(t *testing.T) scheduler.Backend {
 		return New(Options{StateFile: filepath.Join(t.TempDir(), "state.json"), Note: func(m string) { t.Log(m) }})
 	})

@@ -11,6 +11,7 @@ import (
 
 	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/internal/procfs"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler/schedulertest"
 )
@@ -22,15 +23,15 @@ func cpusetCgroup(t *testing.T, parent, name string, v2 bool) string {
 	t.Helper()
 	dir := filepath.Join(parent, name)
 	if v2 {
-		must(t, os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+cpuset"), 0))
+		testkit.Must(t, os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+cpuset"), 0))
 	}
-	must(t, os.Mkdir(dir, 0o755))
+	testkit.Must(t, os.Mkdir(dir, 0o755))
 	t.Cleanup(func() { os.Remove(dir) })
 	if !v2 {
 		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
 			b, err := os.ReadFile(filepath.Join(parent, f))
-			must(t, err)
-			must(t, os.WriteFile(filepath.Join(dir, f), b, 0))
+			testkit.Must(t, err)
+			testkit.Must(t, os.WriteFile(filepath.Join(dir, f), b, 0))
 		}
 	}
 	return dir
@@ -42,7 +43,7 @@ func cpusetCgroup(t *testing.T, parent, name string, v2 bool) string {
 // restores the cpuset and the spinner's CPUs exactly; a state file left by
 // an apply that is gone restores them too (apply --revert after SIGKILL).
 func TestCpusetExclusive(t *testing.T) {
-	needRoot(t)
+	schedulertest.NeedBackend(t, New(Options{}))
 	needCores(t, 2)
 	dir, v2, ok := cpusets(DefaultCgroupRoot)
 	if !ok {
@@ -51,24 +52,24 @@ func TestCpusetExclusive(t *testing.T) {
 	scope := cpusetCgroup(t, dir, "temper-cfs-test-"+strconv.Itoa(os.Getpid()), v2)
 	pod := cpusetCgroup(t, scope, "besteffort", v2)
 	orig, err := readCpus(pod, "cpuset.cpus")
-	must(t, err)
+	testkit.Must(t, err)
 	origScope, err := readCpus(scope, "cpuset.cpus")
-	must(t, err)
+	testkit.Must(t, err)
 
 	spin := exec.Command("sh", "-c", "while :; do :; done")
-	must(t, spin.Start())
+	testkit.Must(t, spin.Start())
 	t.Cleanup(func() { spin.Process.Kill(); spin.Wait() })
-	must(t, os.WriteFile(filepath.Join(pod, "cgroup.procs"), []byte(strconv.Itoa(spin.Process.Pid)), 0))
+	testkit.Must(t, os.WriteFile(filepath.Join(pod, "cgroup.procs"), []byte(strconv.Itoa(spin.Process.Pid)), 0))
 	allowed := func() string {
 		st, err := procfs.FS{}.Status(spin.Process.Pid)
-		must(t, err)
+		testkit.Must(t, err)
 		return st.CPUsAllowedList
 	}
 	before := allowed()
 
 	w := startWorkload(t)
 	prof, err := profiles.Parse("contract.toml", []byte(schedulertest.Profile))
-	must(t, err)
+	testkit.Must(t, err)
 	p := plan(t, prof, w.cmd.Process.Pid)
 	owned, shared := p.Cores.Exclusive[0], cpus(p.Cores.Shared)
 	state := filepath.Join(t.TempDir(), "state.json")
@@ -86,18 +87,18 @@ func TestCpusetExclusive(t *testing.T) {
 		t.Errorf("applied (compute owns %s): besteffort cpuset %q, scope %q, spinner allowed %q; want all %q", cpus(owned), got, gotScope, allowed(), shared)
 	}
 	st, err := ReadState(state)
-	must(t, err)
+	testkit.Must(t, err)
 	if len(st.Cpusets) != 2 || st.Cpusets[0].Path != pod || st.Cpusets[1].Path != scope {
 		t.Errorf("state file cpusets %+v: want the besteffort cgroup, then its parent", st.Cpusets)
 	}
 	stats, err := a.Stats()
-	must(t, err)
+	testkit.Must(t, err)
 	if !strings.Contains(strings.Join(stats[0].Notes, " "), "exclusivity through cpusets") {
 		t.Errorf("the exclusive group's notes do not say how exclusivity is kept: %q", stats[0].Notes)
 	}
 	t.Logf("applied: besteffort cpuset %s, spinner allowed %s; notes:\n%s", got, allowed(), notes)
 
-	must(t, a.Revert())
+	testkit.Must(t, a.Revert())
 	got, _ = readCpus(pod, "cpuset.cpus")
 	gotScope, _ = readCpus(scope, "cpuset.cpus")
 	if got != orig || gotScope != origScope || allowed() != before {
@@ -113,14 +114,14 @@ func TestCpusetExclusive(t *testing.T) {
 	}
 	t.Cleanup(func() { a2.Revert() })
 	st, err = ReadState(state)
-	must(t, err)
+	testkit.Must(t, err)
 	dead := exec.Command("true")
-	must(t, dead.Run())
+	testkit.Must(t, dead.Run())
 	st.Pid = dead.Process.Pid
 	orphan := filepath.Join(t.TempDir(), "orphan.json")
 	b2, err := json.Marshal(st)
-	must(t, err)
-	must(t, os.WriteFile(orphan, b2, 0o600))
+	testkit.Must(t, err)
+	testkit.Must(t, os.WriteFile(orphan, b2, 0o600))
 	if got, _ := readCpus(pod, "cpuset.cpus"); !sameCpus(got, shared) {
 		t.Fatalf("second apply: besteffort cpuset %q, want %q", got, shared)
 	}

@@ -16,32 +16,12 @@ import (
 
 	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/internal/procfs"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/schedulertest"
 )
-
-// needRoot needs root to change other processes' threads, and fails the
-// test if the backend still cannot.
-func needRoot(t *testing.T) {
-	t.Helper()
-	need.Root(t, "to change other threads' scheduling")
-	if err := New(Options{}).Probe(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// gcc builds a C program from testdata (or the repository's) into a
-// temporary directory.
-func gcc(t *testing.T, src string) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(src), ".c"))
-	if out, err := exec.Command("gcc", "-O2", "-Wall", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", src, err, out)
-	}
-	return bin
-}
 
 // proc is a started test program and the threads it announced.
 type proc struct {
@@ -54,7 +34,7 @@ type proc struct {
 // "ready": schedulertest's workload, its threads by name.
 func startWorkload(t *testing.T) *proc {
 	t.Helper()
-	w := schedulertest.StartWorkload(t, schedulertest.WorkloadBinary(t))
+	w := schedulertest.StartWorkload(t, testkit.Workload(t))
 	p := &proc{cmd: w.Cmd, tids: map[string]int{}}
 	for tid, name := range w.Threads {
 		p.tids[name] = tid
@@ -210,13 +190,6 @@ func minus(t *testing.T, list string, drop []int) string {
 
 func boolp(b bool) *bool { return &b }
 
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func fmtSscan(s, format string, a ...any) (int, error) { return fmt.Sscanf(s, format, a...) }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -225,14 +198,14 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func exec1(t *testing.T) int {
 	t.Helper()
 	cmd := exec.Command("true")
-	must(t, cmd.Run())
+	testkit.Must(t, cmd.Run())
 	return cmd.Process.Pid
 }
 
 func parseCPUs(t *testing.T, list string) []int {
 	t.Helper()
 	c, err := machine.ParseCPUList(list)
-	must(t, err)
+	testkit.Must(t, err)
 	return c
 }
 

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"temper.codes/temper-train/internal/testkit"
 )
 
 func TestNiceForWeight(t *testing.T) {
@@ -62,7 +64,7 @@ func TestCheckRTBounded(t *testing.T) {
 	for i, c := range cases {
 		path := filepath.Join(dir, "rt"+itoa(i))
 		if c.content != "" {
-			must(t, os.WriteFile(path, []byte(c.content), 0o644))
+			testkit.Must(t, os.WriteFile(path, []byte(c.content), 0o644))
 		}
 		err := checkRTBounded(path)
 		if (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {

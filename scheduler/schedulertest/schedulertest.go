@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/internal/procfs"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
@@ -83,9 +84,9 @@ func TestBackend(t *testing.T, newBackend func(t *testing.T) scheduler.Backend) 
 		t.Fatal(err)
 	}
 	if len(topo.Cores) < 2 {
-		need(t, fmt.Sprintf("needs 2 cores (one exclusive, one shared), this machine has %d", len(topo.Cores)))
+		need.Unmet(t, "2 cores (one exclusive, one shared)", fmt.Sprintf("this machine has %d; run the tests on a larger one", len(topo.Cores)))
 	}
-	bin := WorkloadBinary(t)
+	bin := testkit.Workload(t)
 	env := &env{prof: prof, topo: topo, bin: bin, newBackend: newBackend}
 	t.Run("Stats", env.testStats)
 	t.Run("Refresh", env.testRefresh)
@@ -423,7 +424,17 @@ type Workload struct {
 	once    sync.Once
 }
 
-// StartWorkload starts the workload binary bin (WorkloadBinary) and waits
+// NeedBackend needs root to change other processes' threads' scheduling,
+// and fails the test if backend b still cannot run here (its Probe).
+func NeedBackend(t testing.TB, b scheduler.Backend) {
+	t.Helper()
+	need.Root(t, "to change other threads' scheduling")
+	if err := b.Probe(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// StartWorkload starts the workload binary bin (testkit.Workload) and waits
 // until it is ready with its 13 threads announced. It is stopped (SIGTERM)
 // and reaped when the test ends.
 func StartWorkload(t *testing.T, bin string) *Workload {
@@ -500,52 +511,4 @@ func (w *Workload) settings(t *testing.T) map[int]settings {
 		out[tid] = settings{CPUs: status.CPUsAllowedList, Policy: st.Policy, Nice: st.Nice}
 	}
 	return out
-}
-
-// WorkloadBinary returns $TEMPER_WORKLOAD (the VM image's) or builds
-// testdata/workload with gcc into the test's temporary directory.
-func WorkloadBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("TEMPER_WORKLOAD"); p != "" {
-		return p
-	}
-	if _, err := exec.LookPath("gcc"); err != nil {
-		need(t, "needs gcc to build testdata/workload (scripts/setup.sh installs it)")
-	}
-	src, err := repoFile("testdata/workload/workload.c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "workload")
-	if out, err := exec.Command("gcc", "-O2", "-Wall", "-pthread", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", src, err, out)
-	}
-	return bin
-}
-
-// repoFile finds a file of the repository from the test's directory up.
-func repoFile(rel string) (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, rel), nil
-		}
-		up := filepath.Dir(dir)
-		if up == dir {
-			return "", fmt.Errorf("%s: no go.mod above the test's directory", rel)
-		}
-		dir = up
-	}
-}
-
-// need skips loudly on a developer machine and fails under CI.
-func need(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("CI") != "" {
-		t.Fatalf("%s %s", t.Name(), why)
-	}
-	t.Skipf("NOT RUN: %s %s", t.Name(), why)
 }

@@ -27,6 +27,7 @@ import (
 	"temper.codes/temper-train/bpf"
 	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/internal/procfs"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
@@ -64,7 +65,7 @@ func vmFile(t *testing.T, env, fallback string) string {
 // startWorkload starts testdata/workload (the VM image's, $TEMPER_WORKLOAD).
 func startWorkload(t *testing.T) *schedulertest.Workload {
 	t.Helper()
-	return schedulertest.StartWorkload(t, schedulertest.WorkloadBinary(t))
+	return schedulertest.StartWorkload(t, testkit.Workload(t))
 }
 
 // vmPlan builds the plan of testdata/vmtest/profile.toml for the targets.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,47 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/internal/tracefs"
 )
 
 // recordWindow is how long the workload runs between SIGCONT and SIGSTOP.
 const recordWindow = 1500 * time.Millisecond
-
-// workloadSource finds testdata/workload/workload.c from the test's working
-// directory (its package's directory, somewhere in the module).
-func workloadSource(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "testdata", "workload", "workload.c")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory: cannot find testdata/workload")
-		}
-		dir = parent
-	}
-}
-
-// BuildWorkload compiles testdata/workload into dir and returns the binary.
-func BuildWorkload(t testing.TB, dir string) string {
-	t.Helper()
-	gcc := need.Tool(t, "gcc", "gcc")
-	bin := filepath.Join(dir, "workload")
-	out, err := exec.Command(gcc, "-O2", "-Wall", "-Wextra", "-pthread", "-o", bin, workloadSource(t)).CombinedOutput()
-	if err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	if len(out) > 0 {
-		t.Errorf("workload.c must build without warnings:\n%s", out)
-	}
-	return bin
-}
 
 // Switches is one thread's context-switch counters.
 type Switches struct{ Vol, Nonvol int64 }
