@@ -23,8 +23,11 @@ type AnalyzeOptions struct {
 	Plots string // a directory of pictures (SVG and PNG), created if missing
 }
 
-// ErrPlots is wrapped by Analyze's errors about the Plots directory.
-var ErrPlots = errors.New("plots")
+// PlotsError is a failure to write the pictures.
+type PlotsError struct{ Err error }
+
+func (e *PlotsError) Error() string { return "plots: " + e.Err.Error() }
+func (e *PlotsError) Unwrap() error { return e.Err }
 
 // Analyzed is an analysis and the files written from it.
 type Analyzed struct {
@@ -43,7 +46,7 @@ type Analyzed struct {
 func Analyze(path string, opts AnalyzeOptions) (*Analyzed, error) {
 	if opts.Plots != "" {
 		if err := chart.CheckDir(opts.Plots); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrPlots, err)
+			return nil, &PlotsError{err}
 		}
 	}
 	a, err := analyze.File(path, opts.Options)
@@ -69,7 +72,7 @@ func Analyze(path string, opts AnalyzeOptions) (*Analyzed, error) {
 	if opts.Plots != "" {
 		plots, err := pictures.Write(a, opts.Plots)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrPlots, err)
+			return nil, &PlotsError{err}
 		}
 		out.Wrote = append(out.Wrote, plots...)
 	}

@@ -20,7 +20,6 @@ import (
 
 	"temper.codes/temper-train/analyze"
 	"temper.codes/temper-train/machine"
-	"temper.codes/temper-train/target"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine"
 	"temper.codes/temper-train/refine/background"
@@ -30,6 +29,7 @@ import (
 	"temper.codes/temper-train/refine/stats"
 	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/synthesize"
+	"temper.codes/temper-train/target"
 )
 
 // canaryFlags are the canary loop's settings: train's (refine's, --id,
