@@ -284,7 +284,7 @@ func (f *refineFlags) options(cfg refine.Config, bc bench.Command, prog *console
 	return pipeline.RefineOptions{Config: cfg, Backend: f.backend, Bench: bc, BenchLine: f.bench, Resume: f.resume,
 		Dir: f.out, Ledger: f.ledger, Version: version, Log: prog.Log,
 		ChooseBackend: func(name string, o cfs.Options) (scheduler.Backend, error) { return chooseBackend(name, o, stderr) },
-		Note:          console.Once(func(msg string) { fmt.Fprintf(stderr, "note: %s\n", msg) }),
+		Note:          console.Once(func(msg string) { prog.Log("note: %s", msg) }),
 		Progress:      func(r refine.Progress) { prog.Update(refineProgressText(r)) }}
 }
 
