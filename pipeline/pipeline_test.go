@@ -14,6 +14,7 @@ import (
 	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/observe/record"
 	"temper.codes/temper-train/profiles"
+	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/synthesize"
 	"temper.codes/temper-train/target"
 )
@@ -164,5 +165,13 @@ func TestObserve(t *testing.T) {
 	}
 	if obs.Exit == nil || obs.StopErr != nil {
 		t.Errorf("the command's exit state %v, stop error %v", obs.Exit, obs.StopErr)
+	}
+}
+
+// TestChooseBackendName: a name that is none of the backends is refused
+// before anything is probed.
+func TestChooseBackendName(t *testing.T) {
+	if _, err := ChooseBackend("bpf", cfs.Options{}); !errors.Is(err, ErrBackendName) {
+		t.Errorf("ChooseBackend(bpf) = %v, want ErrBackendName", err)
 	}
 }
