@@ -3,15 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"temper.codes/temper-train/analyze"
-	"temper.codes/temper-train/analyze/pictures"
-	"temper.codes/temper-train/chart"
 	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/pipeline"
 )
 
 // analyzeFlags are the analyze command's options.
@@ -111,13 +111,10 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
 	if f.json != "" && f.json == f.dot {
 		return usageError{errors.New("--json and --dot name the same file")}
 	}
-	if f.plot != "" {
-		// Before the analysis, which takes a while, so a wrong path fails fast.
-		if err := chart.CheckDir(f.plot); err != nil {
-			return fmt.Errorf("--plot: %w", err)
-		}
+	opts := pipeline.AnalyzeOptions{Options: analyze.Options{Pids: pids, Process: f.process}, DOT: f.dot, Plots: f.plot}
+	if f.json != "-" {
+		opts.JSON = f.json
 	}
-	opts := analyze.Options{Pids: pids, Process: f.process}
 	if f.snapshot != "" {
 		s, err := snapshot.Load(f.snapshot)
 		if err != nil {
@@ -125,52 +122,29 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
 		}
 		opts.Snapshot = s
 	}
-	a, err := analyze.File(trace, opts)
+	a, err := pipeline.Analyze(trace, opts)
+	var pe *pipeline.PlotsError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("--plot: %w", pe.Err)
+	}
 	if err != nil {
-		return err // names the file already
-	}
-	out := cmd.OutOrStdout()
-	var graphSVG, graphNote string
-	if f.dot != "" {
-		if err := a.WriteDOTFile(f.dot); err != nil {
-			return err
-		}
-		graphSVG = strings.TrimSuffix(f.dot, ".dot") + ".svg"
-		switch err := pictures.WakeGraphSVG(a, graphSVG); {
-		case errors.Is(err, pictures.ErrNoGraphviz):
-			graphNote = fmt.Sprintf("wake graph: %v; wrote %s only", pictures.ErrNoGraphviz, f.dot)
-			graphSVG = ""
-		case err != nil:
-			return err
-		}
-	}
-	var plots []string
-	if f.plot != "" {
-		if plots, err = pictures.Write(a, f.plot); err != nil {
-			return fmt.Errorf("--plot: %w", err)
-		}
-	}
-	if graphNote != "" {
-		fmt.Fprintln(cmd.ErrOrStderr(), graphNote)
-	}
-	switch f.json {
-	case "":
-	case "-":
-		return a.Write(out)
-	default:
-		if err := a.WriteFile(f.json); err != nil {
-			return err
-		}
-	}
-	if err := a.Report(out, analyze.ReportOptions{Edges: f.edges, Wide: f.wide, AllThreads: "--json", GiveSnapshot: "pass --snapshot"}); err != nil {
 		return err
 	}
-	if graphSVG != "" {
-		plots = append([]string{f.dot, graphSVG}, plots...)
-	} else if f.dot != "" {
-		plots = append([]string{f.dot}, plots...)
+	if a.NoSVG != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), a.NoSVG)
 	}
-	for _, p := range plots {
+	if f.json == "-" {
+		return a.Write(cmd.OutOrStdout())
+	}
+	return printAnalysis(cmd.OutOrStdout(), a, analyze.ReportOptions{Edges: f.edges, Wide: f.wide, AllThreads: "--json", GiveSnapshot: "pass --snapshot"})
+}
+
+// printAnalysis prints the report and the files written.
+func printAnalysis(out io.Writer, a *pipeline.Analyzed, opts analyze.ReportOptions) error {
+	if err := a.Report(out, opts); err != nil {
+		return err
+	}
+	for _, p := range a.Wrote {
 		if _, err := fmt.Fprintf(out, "wrote %s\n", p); err != nil {
 			return err
 		}

@@ -17,10 +17,10 @@ import (
 
 	"temper.codes/temper-train/internal/table"
 	"temper.codes/temper-train/machine"
+	"temper.codes/temper-train/pipeline"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
-	"temper.codes/temper-train/scheduler/scx"
 	"temper.codes/temper-train/target"
 )
 
@@ -38,9 +38,9 @@ type applyFlags struct {
 
 // Backend choices of --backend.
 const (
-	backendAuto     = "auto"
-	backendSchedExt = "sched_ext"
-	backendCFS      = "cfs"
+	backendAuto     = pipeline.BackendAuto
+	backendSchedExt = pipeline.BackendSchedExt
+	backendCFS      = pipeline.BackendCFS
 )
 
 // applyReport is how often apply prints its stats table while it runs.
@@ -126,7 +126,6 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	case f.container != "" && f.pod == "":
 		return usageError{fmt.Errorf("--container %q given without --pod: a container is chosen within a pod", f.container)}
 	}
-	prog := newProgressLine(stderr, f.quiet)
 	note := func(msg string) { fmt.Fprintf(stderr, "note: %s\n", msg) }
 
 	prof, err := profiles.Load(profilePath)
@@ -182,7 +181,9 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	if len(tgt.Tgids) == 1 {
 		procs = "process"
 	}
-	prog.say("applied profile %s with backend %s to %s (%d %s) %s%s", prof.ID, backend.Name(), tgt.Description, len(tgt.Tgids), procs, until, state)
+	if !f.quiet {
+		fmt.Fprintf(stderr, "applied profile %s with backend %s to %s (%d %s) %s%s\n", prof.ID, backend.Name(), tgt.Description, len(tgt.Tgids), procs, until, state)
+	}
 
 	waitStopped(sess, stderr, f.quiet)
 	sum := sess.Stop()
@@ -257,39 +258,27 @@ func stopReason(r scheduler.StopReason, forDur time.Duration) string {
 	return r.String()
 }
 
-// chooseBackend returns the backend --backend names, checked with its
-// Probe. auto takes sched_ext when it can attach and cfs otherwise, and
-// says which and why on w: using CFS is the user's choice (auto), never a
-// silent fallback from an explicit sched_ext.
+// chooseBackend returns the backend --backend names (pipeline.ChooseBackend)
+// and says on w which one auto chose and why.
 func chooseBackend(name string, opts cfs.Options, w io.Writer) (scheduler.Backend, error) {
-	c := cfs.New(opts)
-	s := scx.New()
-	switch name {
-	case backendCFS:
-		if err := c.Probe(); err != nil {
-			return nil, err
-		}
-		return c, nil
-	case backendSchedExt:
-		if err := s.Probe(); err != nil {
-			if errors.Is(err, scheduler.ErrUnsupported) {
-				return nil, fmt.Errorf("%w (--backend cfs)", err)
-			}
-			return nil, err
-		}
-		return s, nil
-	}
-	serr := s.Probe()
-	if serr == nil {
+	c, err := pipeline.ChooseBackend(name, opts)
+	switch {
+	case errors.Is(err, pipeline.ErrBackendName):
+		return nil, usageError{fmt.Errorf("--backend %q: want auto, sched_ext or cfs", name)}
+	case errors.Is(err, pipeline.ErrNoBackend):
+		return nil, fmt.Errorf("--backend auto: %w", err)
+	case name == backendSchedExt && errors.Is(err, scheduler.ErrUnsupported):
+		return nil, fmt.Errorf("%w (--backend cfs)", err)
+	case err != nil:
+		return nil, err
+	case name != backendAuto:
+	case c.Fallback == nil:
 		fmt.Fprintln(w, "backend: sched_ext (--backend auto: a sched_ext scheduler can attach here)")
-		return s, nil
+	default:
+		fmt.Fprintf(w, "backend: CFS, NOT sched_ext (--backend auto): %v\n", c.Fallback)
+		fmt.Fprintln(w, "backend: CFS approximates the profile with affinity, policy and nice: no idle SMT siblings, no reserved cores, no per-thread slices (docs/scheduler.md)")
 	}
-	if err := c.Probe(); err != nil {
-		return nil, fmt.Errorf("--backend auto: no backend can run here: %v; and %w", serr, err)
-	}
-	fmt.Fprintf(w, "backend: CFS, NOT sched_ext (--backend auto): %v\n", serr)
-	fmt.Fprintln(w, "backend: CFS approximates the profile with affinity, policy and nice: no idle SMT siblings, no reserved cores, no per-thread slices (docs/scheduler.md)")
-	return c, nil
+	return c.Backend, nil
 }
 
 // lintForApply lints the profile for the backend and this machine (and,

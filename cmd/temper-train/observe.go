@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,12 +14,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
-	"temper.codes/temper-train/internal/atomicfile"
+	"temper.codes/temper-train/internal/console"
 	"temper.codes/temper-train/observe"
 	"temper.codes/temper-train/observe/record"
-	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/pipeline"
 	"temper.codes/temper-train/target"
 )
 
@@ -92,8 +90,8 @@ Needs root (or CAP_BPF with CAP_PERFMON) and a kernel with BPF ring buffers (5.8
 	return cmd
 }
 
-// runObserve resolves the target, snapshots it, traces it and writes both
-// files. Nothing is left in the output directory unless the trace succeeded.
+// runObserve resolves the target and observes it with the pipeline; the
+// command adds the progress line and the closing summary.
 func runObserve(cmd *cobra.Command, f observeFlags, command []string) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	opts, err := f.recordOptions()
@@ -117,84 +115,50 @@ func runObserve(cmd *cobra.Command, f observeFlags, command []string) error {
 	defer stop()
 	go func() { <-ctx.Done(); stop() }() // a second Ctrl-C kills as usual
 
-	tgt, err := target.Resolve(ctx, spec)
+	tgt, err := resolveTarget(ctx, spec)
 	if err != nil {
-		if errors.Is(err, target.ErrInvalidSpec) {
-			return usageError{err}
-		}
 		return err
 	}
 	defer tgt.Stop(2 * time.Second)
 
-	dir := f.out
-	if dir == "" {
-		dir = defaultObserveDir(tgt, time.Now())
-	}
-	created, err := makeDir(dir)
+	prog := console.NewLine(stderr, f.quiet, 5*time.Second)
+	obs, err := pipeline.Observe(ctx, tgt, pipeline.ObserveOptions{Dir: f.out, Record: opts, AgentURL: f.agentURL, StopCommand: true,
+		Progress: func(r record.Progress) {
+			prog.Update(fmt.Sprintf("%5.1fs/%s  %d events  %.0f events/s  %d lost  %s",
+				r.Elapsed.Seconds(), r.Duration, r.Events, r.Rate, r.Lost, humanBytes(r.Bytes)))
+		},
+		OnAttached: func() {
+			if !f.quiet {
+				prog.Log("tracing %s (%d processes) for up to %s; Ctrl-C stops early", tgt.Description, len(tgt.Tgids), f.duration)
+			}
+		}})
+	prog.Done()
 	if err != nil {
-		return err
+		return outFlagError(err)
 	}
-	ok := false
-	defer func() {
-		if !ok && created {
-			os.Remove(dir) // only if empty: never delete what was there
-		}
-	}()
+	if obs.StopErr != nil {
+		fmt.Fprintf(stderr, "warning: stopping %s: %v\n", tgt.Description, obs.StopErr)
+	}
+	return printObserveSummary(stdout, obs, tgt, f.top)
+}
 
-	snap, err := snapshot.Begin(ctx, snapshot.Options{Tgids: tgt.Tgids, Cgroup: tgt.Cgroup, Pod: tgt.Pod,
-		AgentURL: f.agentURL, Target: tgt.Description,
-		Trace: snapshot.TraceParams{DurationNs: int64(f.duration), MaxEvents: f.maxEvents, MaxBytes: opts.MaxBytes}})
-	if err != nil {
-		return fmt.Errorf("snapshot: %w", err)
+// resolveTarget resolves the target the flags name; a target named wrong
+// is a usage error.
+func resolveTarget(ctx context.Context, spec target.Spec) (*target.Target, error) {
+	tgt, err := target.Resolve(ctx, spec)
+	if errors.Is(err, target.ErrInvalidSpec) {
+		return nil, usageError{err}
 	}
-	opts.Tgids = tgt.Tgids
-	opts.Refresh = tgt.Refresh
-	opts.StopWhenGone = tgt.Kind == target.KindPid || tgt.Kind == target.KindCommand
-	opts.Siblings = snap.Topology.SiblingLists()
-	prog := newProgressLine(stderr, f.quiet)
-	opts.Progress = prog.update
-	opts.OnAttached = func() {
-		prog.say("tracing %s (%d processes) for up to %s; Ctrl-C stops early", tgt.Description, len(tgt.Tgids), f.duration)
-	}
+	return tgt, err
+}
 
-	tracePath := filepath.Join(dir, "trace.pftrace")
-	var res *record.Result
-	err = atomicfile.Write(tracePath, 0o644, func(w io.Writer) error {
-		var err error
-		res, err = record.Run(ctx, w, opts)
-		return err
-	})
-	prog.done()
-	if err != nil {
-		return err
+// outFlagError names --out in an error about the output directory.
+func outFlagError(err error) error {
+	var de *pipeline.DirError
+	if errors.As(err, &de) {
+		return fmt.Errorf("--out %w", err)
 	}
-	// The end half of the snapshot is read before a started command is
-	// stopped, so its threads' counters cover the whole trace.
-	endCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := snap.End(endCtx); err != nil {
-		return fmt.Errorf("snapshot: %w", err)
-	}
-	var exit *os.ProcessState
-	if tgt.Kind == target.KindCommand {
-		if exit, err = tgt.Stop(2 * time.Second); err != nil {
-			fmt.Fprintf(stderr, "warning: stopping %s: %v\n", tgt.Description, err)
-		}
-	}
-	snap.Trace.Attach = res.Attach
-	snap.Trace.Params = map[string]string{"stop_reason": res.StopReason, "clock": "CLOCK_BOOTTIME",
-		"trace_start_ns": strconv.FormatInt(res.Start, 10), "trace_end_ns": strconv.FormatInt(res.End, 10)}
-	snap.Events = snapshot.EventCounts{Total: res.Events, LostPerCPU: make([]int64, len(res.Lost))}
-	for i, n := range res.Lost {
-		snap.Events.LostPerCPU[i] = int64(n)
-	}
-	snap.Warnings = append(snap.Warnings, res.Warnings...)
-	if err := snap.WriteFile(filepath.Join(dir, "snapshot.json")); err != nil {
-		os.Remove(tracePath)
-		return err
-	}
-	ok = true
-	return printObserveSummary(stdout, dir, tgt, res, snap, exit, f.top)
+	return err
 }
 
 // recordOptions checks the bounds and sizes given on the command line.
@@ -252,95 +216,6 @@ func parseSize(s string) (int64, error) {
 	return n, nil
 }
 
-// defaultObserveDir names the output after the target and the start time.
-func defaultObserveDir(t *target.Target, now time.Time) string {
-	var name string
-	switch t.Kind {
-	case target.KindPid:
-		name = fmt.Sprintf("pid%d", t.Pid)
-	case target.KindCommand:
-		name = filepath.Base(t.Cmd.Path)
-	case target.KindPod:
-		name = t.Pod.Namespace + "-" + t.Pod.Name
-	default:
-		name = filepath.Base(t.Cgroup)
-	}
-	name = strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			return r
-		}
-		return '_'
-	}, name)
-	return fmt.Sprintf("observe-%s-%s", name, now.Format("20060102-150405"))
-}
-
-// makeDir creates dir if needed and says whether it did.
-func makeDir(dir string) (bool, error) {
-	fi, err := os.Stat(dir)
-	switch {
-	case err == nil && fi.IsDir():
-		return false, nil
-	case err == nil:
-		return false, fmt.Errorf("--out %s: exists and is not a directory", dir)
-	case !errors.Is(err, os.ErrNotExist):
-		return false, fmt.Errorf("--out %s: %w", dir, err)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return false, fmt.Errorf("--out %s: %w", dir, err)
-	}
-	return true, nil
-}
-
-// progressLine shows the recording's progress on stderr: rewritten in place
-// on a terminal, a line every 5 s otherwise.
-type progressLine struct {
-	w        io.Writer
-	quiet    bool
-	tty      bool
-	lastLine time.Time
-	drawn    bool
-}
-
-func newProgressLine(w io.Writer, quiet bool) *progressLine {
-	p := &progressLine{w: w, quiet: quiet}
-	if f, ok := w.(*os.File); ok {
-		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-		p.tty = err == nil
-	}
-	return p
-}
-
-func (p *progressLine) say(format string, a ...any) {
-	if p.quiet {
-		return
-	}
-	fmt.Fprintf(p.w, format+"\n", a...)
-}
-
-func (p *progressLine) update(r record.Progress) {
-	if p.quiet {
-		return
-	}
-	line := fmt.Sprintf("%5.1fs/%s  %d events  %.0f events/s  %d lost  %s",
-		r.Elapsed.Seconds(), r.Duration, r.Events, r.Rate, r.Lost, humanBytes(r.Bytes))
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%s", line)
-		p.drawn = true
-		return
-	}
-	if time.Since(p.lastLine) >= 5*time.Second {
-		fmt.Fprintln(p.w, line)
-		p.lastLine = time.Now()
-	}
-}
-
-func (p *progressLine) done() {
-	if p.drawn {
-		fmt.Fprintln(p.w)
-		p.drawn = false
-	}
-}
-
 func humanBytes(n int64) string {
 	switch {
 	case n >= 1<<30:
@@ -355,8 +230,8 @@ func humanBytes(n int64) string {
 
 // printObserveSummary prints one screen about the recording: where it went,
 // why it stopped, what was lost, and the target's busiest threads.
-func printObserveSummary(w io.Writer, dir string, tgt *target.Target, res *record.Result,
-	snap *snapshot.Snapshot, exit *os.ProcessState, top int) error {
+func printObserveSummary(w io.Writer, obs *pipeline.Observation, tgt *target.Target, top int) error {
+	res, snap, exit := obs.Record, obs.Snapshot, obs.Exit
 	span := res.End - res.Start
 	fmt.Fprintf(w, "target    %s\n", tgt.Description)
 	if exit != nil {
@@ -377,16 +252,16 @@ func printObserveSummary(w io.Writer, dir string, tgt *target.Target, res *recor
 	for _, msg := range snap.Warnings {
 		fmt.Fprintf(w, "warning   %s\n", msg)
 	}
-	fmt.Fprintf(w, "wrote     %s\n          %s\n", filepath.Join(dir, "trace.pftrace"), filepath.Join(dir, "snapshot.json"))
+	fmt.Fprintf(w, "wrote     %s\n          %s\n", obs.TracePath, obs.SnapshotPath)
 
-	r, err := observe.Open(filepath.Join(dir, "trace.pftrace"))
+	r, err := observe.Open(obs.TracePath)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
 	sum, err := observe.Summarize(r)
 	if err != nil {
-		return fmt.Errorf("read back %s: %w", filepath.Join(dir, "trace.pftrace"), err)
+		return fmt.Errorf("read back %s: %w", obs.TracePath, err)
 	}
 	traced := map[int32]bool{}
 	for _, g := range res.Targets {

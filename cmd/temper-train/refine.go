@@ -1,39 +1,28 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 
-	"temper.codes/temper-train/internal/atomicfile"
-	"temper.codes/temper-train/machine"
-	"temper.codes/temper-train/target"
-	"temper.codes/temper-train/profiles"
+	"temper.codes/temper-train/internal/console"
+	"temper.codes/temper-train/pipeline"
 	"temper.codes/temper-train/refine"
-	"temper.codes/temper-train/refine/background"
 	"temper.codes/temper-train/refine/bench"
-	"temper.codes/temper-train/refine/ledger"
 	"temper.codes/temper-train/refine/report"
+	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
 )
 
@@ -105,8 +94,8 @@ and spinners the dead run left are killed. The configuration comes from the
 ledger; give the same PROFILE, target and --bench.
 
 Benchmarks (--adapter, default from the command's name): redis-benchmark,
-memtier, memaslap, pgbench, sysbench, wrk, and jsonl: one JSON object per line,
-{"metric": "p99_ms", "value": 0.41, "unit": "ms"}.
+memaslap (memcached), pgbench, sysbench, wrk, and jsonl: one JSON object per
+line, {"metric": "p99_ms", "value": 0.41, "unit": "ms"}.
 
 Reverts on Ctrl-C, SIGTERM and errors; after a SIGKILL run
 'temper-train apply --revert' (cfs) and refine --resume.
@@ -134,8 +123,7 @@ cycles and a regression rolled back at once: 'temper-train canary'.`,
 			if len(a) != 1 {
 				return usageError{fmt.Errorf("refine takes one profile file, got %d arguments", len(a))}
 			}
-			_, err := runRefine(cmd, f, a[0], command)
-			return err
+			return runRefine(cmd, f, a[0], command)
 		},
 	}
 	f.register(cmd)
@@ -148,7 +136,7 @@ func (f *refineFlags) register(cmd *cobra.Command) {
 	f.targetFlags.register(cmd, "refine the profile of")
 	fl := cmd.Flags()
 	fl.StringVar(&f.bench, "bench", "", "the benchmark command, one trial per run (quoted: 'redis-benchmark -c 20 --csv')")
-	fl.StringVar(&f.adapter, "adapter", "", "how to read the benchmark's output: redis-benchmark, memtier, memaslap, pgbench, sysbench, wrk or jsonl (default: from the command's name)")
+	fl.StringVar(&f.adapter, "adapter", "", "how to read the benchmark's output: redis-benchmark, memaslap, pgbench, sysbench, wrk or jsonl (default: from the command's name)")
 	fl.StringVar(&f.metric, "metric", "p99_ms", "the metric to improve")
 	fl.StringSliceVar(&f.guards, "guard", []string{"throughput:-5%", "errors:0%"}, "a metric that must not get worse than this bound (METRIC:-5%); guards the benchmark does not report are noted and skipped")
 	fl.IntVar(&f.background, "background", 0, "CPU spinners (BestEffort-like background load) during every trial")
@@ -218,310 +206,105 @@ func parseLadder(s string) ([]int, error) {
 	return out, nil
 }
 
-// splitCommand splits a command line the way a POSIX shell splits words:
-// blanks separate, single quotes keep everything, double quotes keep all
-// but \" and \\, a backslash outside quotes escapes the next byte.
-func splitCommand(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	in, quote := false, byte(0)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote == '\'':
-			if c == '\'' {
-				quote = 0
-			} else {
-				cur.WriteByte(c)
-			}
-		case quote == '"':
-			switch {
-			case c == '"':
-				quote = 0
-			case c == '\\' && i+1 < len(s) && (s[i+1] == '"' || s[i+1] == '\\'):
-				i++
-				cur.WriteByte(s[i])
-			default:
-				cur.WriteByte(c)
-			}
-		case c == '\'' || c == '"':
-			quote, in = c, true
-		case c == '\\' && i+1 < len(s):
-			i++
-			cur.WriteByte(s[i])
-			in = true
-		case c == ' ' || c == '\t' || c == '\n':
-			if in {
-				words = append(words, cur.String())
-				cur.Reset()
-				in = false
-			}
-		default:
-			cur.WriteByte(c)
-			in = true
-		}
-	}
-	if quote != 0 {
-		return nil, fmt.Errorf("unterminated %c quote", quote)
-	}
-	if in {
-		words = append(words, cur.String())
-	}
-	return words, nil
-}
-
-// refineRun is what runRefine leaves for train and tests.
-type refineRun struct {
-	Dir     string
-	Ledger  string
-	Refined string // the refined profile's path; "" when none was kept
-	Result  *refine.Result
-}
-
-// runRefine sets everything up, runs the engine and writes the outputs.
-// Every path after the first change reverts.
-func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []string) (*refineRun, error) {
+// runRefine checks the flags, resolves the target and refines the profile
+// with the pipeline; the command adds the progress line and the summary.
+func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []string) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	var notedMu sync.Mutex
-	noted := map[string]bool{}
-	note := func(msg string) { // each once: the backend repeats its notes at every apply
-		notedMu.Lock()
-		defer notedMu.Unlock()
-		if !noted[msg] {
-			noted[msg] = true
-			fmt.Fprintf(stderr, "note: %s\n", msg)
-		}
-	}
 	switch {
 	case f.backend != backendAuto && f.backend != backendSchedExt && f.backend != backendCFS:
-		return nil, usageError{fmt.Errorf("--backend %q: want auto, sched_ext or cfs", f.backend)}
+		return usageError{fmt.Errorf("--backend %q: want auto, sched_ext or cfs", f.backend)}
 	case !f.given() && len(command) == 0:
-		return nil, usageError{errors.New("no target: give --pid, --cgroup, --pod, or a command after --")}
+		return usageError{errors.New("no target: give --pid, --cgroup, --pod, or a command after --")}
 	case f.bench == "":
-		return nil, usageError{errors.New("no benchmark: give --bench 'CMD ARGS...'")}
-	case f.background != 0 && f.ladder != "":
-		return nil, usageError{errors.New("--background and --ladder: give one")}
-	case f.background < 0:
-		return nil, usageError{fmt.Errorf("--background %d: want ≥ 0", f.background)}
-	case f.timeout <= 0:
-		return nil, usageError{fmt.Errorf("--timeout %s: want > 0", f.timeout)}
+		return usageError{errors.New("no benchmark: give --bench 'CMD ARGS...'")}
 	}
-	argv, adapter, err := benchCommand(f.bench, f.adapter)
+	bc, err := f.benchCommand()
 	if err != nil {
-		return nil, err
+		return err
 	}
-
-	src, err := os.ReadFile(profilePath)
-	if err != nil {
-		return nil, err
-	}
-	prof, err := profiles.Parse(profilePath, src)
-	if err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256(src)
-	profHash := hex.EncodeToString(sum[:])
-
-	topo, err := machine.ReadTopology("/")
-	if err != nil {
-		return nil, fmt.Errorf("CPU topology: %w", err)
-	}
-	shape, err := machine.ShapeOf(topo)
-	if err != nil {
-		return nil, fmt.Errorf("machine shape: %w", err)
-	}
-	machine := machineID(shape)
-
-	// The configuration: from the flags, or from the ledger being resumed.
 	var cfg refine.Config
-	var old *ledger.Ledger
-	if f.resume != "" {
-		if old, err = ledger.Read(f.resume); err != nil {
-			return nil, err
-		}
-		if err := old.Check(f.resume, profHash, machine); err != nil {
-			return nil, err
-		}
-		if old.End != nil {
-			return nil, fmt.Errorf("--resume %s: that run finished (%s); nothing to resume", f.resume, old.End.Reason)
-		}
-		if err := json.Unmarshal(old.Header.Config, &cfg); err != nil {
-			return nil, fmt.Errorf("--resume %s line 1: config: %v", f.resume, err)
-		}
-		note(fmt.Sprintf("resuming %s: %d trials recorded, %d cut off; its configuration (seed %d, metric %s, ladder %v) replaces the flags",
-			f.resume, len(old.Done()), len(old.Open()), cfg.Seed, cfg.Metric, cfg.Ladder))
-	} else {
+	if f.resume == "" { // a resumed run's configuration is its ledger's
 		if cfg, err = f.config(); err != nil {
-			return nil, usageError{err}
+			return usageError{err}
 		}
 	}
-
-	backendName := f.backend
-	if old != nil {
-		backendName = old.Header.Backend
-	}
-	statePath := cfs.StatePath(cfs.DefaultStateDir, os.Getpid())
-	backend, err := chooseBackend(backendName, cfs.Options{StateFile: statePath, Note: note}, stderr)
-	if err != nil {
-		return nil, err
-	}
-	lint := func(p *profiles.Profile) []profiles.Finding {
-		return profiles.Lint(p, profiles.LintOptions{Backend: backend.Name(), Shape: &shape})
-	}
-	if err := lintForRefine(prof, profilePath, lint, stderr); err != nil {
-		return nil, err
-	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	spec := f.spec()
 	spec.Command, spec.Stdout, spec.Stderr = command, stderr, stderr
-	tgt, err := target.Resolve(ctx, spec)
-	if err != nil {
-		if errors.Is(err, target.ErrInvalidSpec) {
-			return nil, usageError{err}
-		}
-		return nil, err
-	}
-	defer tgt.Stop(2 * time.Second)
-
-	// Output directory and ledger.
-	dir := f.out
-	if dir == "" && old != nil {
-		dir = filepath.Dir(f.resume)
-	}
-	if dir == "" {
-		dir = fmt.Sprintf("refine-%s-%s", prof.ID, time.Now().Format("20060102-150405"))
-	}
-	if _, err := makeDir(dir); err != nil {
-		return nil, err
-	}
-	env := refine.Env{TrialDir: filepath.Join(dir, "trials")}
-	var lw *ledger.Writer
-	if old != nil {
-		if lw, err = ledger.Append(f.resume); err != nil {
-			return nil, err
-		}
-		env.Done, env.Started, env.StartTimes = old.Done(), map[string]bool{}, map[string]time.Time{}
-		for _, s := range old.Starts {
-			env.StartTimes[s.Trial] = s.Start
-		}
-		if err := cleanUpCutOff(lw, old, note); err != nil {
-			lw.Close()
-			return nil, err
-		}
-		for _, s := range old.Open() {
-			env.Started[s.Trial] = true
-		}
-		for id, e := range old.Ends {
-			if e.Error != "" {
-				env.Started[id] = true // failed or interrupted: runs again
-			}
-		}
-	} else {
-		path := f.ledger
-		if path == "" {
-			path = filepath.Join(dir, "ledger.jsonl")
-		}
-		raw, _ := json.Marshal(cfg)
-		h := ledger.Header{Start: time.Now().UTC(), Profile: profilePath, ProfileHash: profHash, ProfileCommit: gitCommitOf(profilePath),
-			Machine: machine, Backend: backend.Name(), Tools: toolVersions(argv[0], adapter.Name()), Command: os.Args, Bench: argv,
-			Adapter: adapter.Name(), Target: tgt.Description, Seed: cfg.Seed, Config: raw}
-		if lw, err = ledger.Create(path, h); err != nil {
-			return nil, err
-		}
-	}
-	defer lw.Close()
-	if err := lw.Append(ledger.Note{Text: fmt.Sprintf("pid %d; cfs state file %s", os.Getpid(), statePath)}); err != nil {
-		return nil, err
-	}
-
-	prog := newRefineProgress(stderr, f.quiet)
-	env.Scheduler = &liveScheduler{backend: backend, topo: topo, tgt: tgt}
-	env.Lint = lint
-	env.Ledger = lw
-	env.Log = prog.log
-	env.Progress = prog.update
-	timeout := f.timeout
-	openLoop := false
-	env.Bench = func(ctx context.Context, trialDir string) (map[string]float64, error) {
-		r, err := bench.Run(ctx, bench.Command{Argv: argv, Adapter: adapter, Timeout: timeout, Dir: trialDir})
-		if err != nil {
-			return nil, err
-		}
-		openLoop = r.OpenLoop
-		return r.Metrics, nil
-	}
-	env.Background = func(n int) (refine.Spinners, error) { return background.Start(n) }
-
-	fmt.Fprintf(stderr, "refine: %s (%s) on %s, backend %s, benchmark %q (%s), metric %s, ledger %s\n",
-		profilePath, prof.ID, tgt.Description, backend.Name(), f.bench, adapter.Name(), cfg.Metric, lw.Path())
-	res, runErr := refine.Run(ctx, cfg, prof, env)
-	prog.done()
-
-	run := &refineRun{Dir: dir, Ledger: lw.Path(), Result: res}
-	if runErr != nil {
-		if ctx.Err() != nil {
-			runErr = fmt.Errorf("interrupted (%v); everything reverted; continue with --resume %s", ctx.Err(), lw.Path())
-		} else {
-			runErr = fmt.Errorf("%w; everything reverted; the ledger %s keeps every trial so far", runErr, lw.Path())
-		}
-		// The report of what was measured, even of a run cut short.
-		if err := writeReport(dir, lw.Path(), openLoop, prof); err != nil {
-			note(err.Error())
-		}
-		return run, flatErr(runErr)
-	}
-	endRec := ledger.End{Reason: res.Stopped}
-	if res.Kept {
-		path := filepath.Join(dir, res.Refined.ID, shape.Key()+".toml")
-		if err := writeRefined(path, res, lw.Path(), lint); err != nil {
-			return run, err
-		}
-		run.Refined, endRec.Refined = path, path
-	}
-	if err := lw.Append(endRec); err != nil {
-		return run, err
-	}
-	if err := writeReport(dir, lw.Path(), openLoop, prof); err != nil {
-		return run, err
-	}
-	printRefineSummary(stdout, res, cfg.Metric, run)
-	return run, nil
-}
-
-// writeReport writes DIR/REPORT.md and its pictures from the ledger.
-func writeReport(dir, ledgerPath string, openLoop bool, prof *profiles.Profile) error {
-	l, err := ledger.Read(ledgerPath)
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	caveats := []string{"one machine, one run of each trial sequence; other load on the machine during the run is not isolated"}
-	if ownsCores(prof) {
-		caveats = append(caveats, "the benchmark client ran on this machine, outside the workload: while a profile owned whole cores, the client shared the remaining CPUs with the background spinners, so the client's own slowdown is in that arm's numbers (on a node the client is elsewhere)")
-	}
-	r, err := refine.ReportOf(l, refine.ReportInfo{OpenLoop: openLoop, Caveats: caveats, Resume: "--resume"})
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	return report.Write(dir, r)
-}
-
-// ownsCores says whether a profile gives some group whole cores of its own.
-func ownsCores(p *profiles.Profile) bool {
-	for _, g := range p.ThreadGroups {
-		if g.Treatment == profiles.Exclusive {
-			return true
-		}
-	}
-	return false
-}
-
-func cmp(err, def error) error {
+	tgt, err := resolveTarget(ctx, spec)
 	if err != nil {
 		return err
 	}
-	return def
+	defer tgt.Stop(2 * time.Second)
+	prog := console.NewLine(stderr, f.quiet, 10*time.Second)
+	run, err := pipeline.Refine(ctx, tgt, profilePath, f.options(cfg, bc, prog, stderr))
+	prog.Clear()
+	if err != nil {
+		return refineFlagError(err, run)
+	}
+	printRefineSummary(stdout, run)
+	return nil
+}
+
+// benchCommand checks --bench, --adapter and --timeout: a usage error when
+// the benchmark cannot run.
+func (f *refineFlags) benchCommand() (bench.Command, error) {
+	switch {
+	case f.background != 0 && f.ladder != "":
+		return bench.Command{}, usageError{errors.New("--background and --ladder: give one")}
+	case f.background < 0:
+		return bench.Command{}, usageError{fmt.Errorf("--background %d: want ≥ 0", f.background)}
+	case f.timeout <= 0:
+		return bench.Command{}, usageError{fmt.Errorf("--timeout %s: want > 0", f.timeout)}
+	}
+	c, err := parseBench(f.bench, f.adapter)
+	c.Timeout = f.timeout
+	return c, err
+}
+
+// parseBench splits --bench into its argv and finds the adapter that
+// reads its output (--adapter, else from the command's name).
+func parseBench(line, adapter string) (bench.Command, error) {
+	c, err := bench.ParseCommand(line, adapter)
+	var ce *bench.CommandError
+	switch {
+	case errors.As(err, &ce):
+		return c, usageError{fmt.Errorf("--bench %w", err)}
+	case errors.Is(err, bench.ErrNoAdapter):
+		return c, usageError{fmt.Errorf("--bench: %w with --adapter", err)}
+	case err != nil:
+		return c, usageError{fmt.Errorf("--bench: %w", err)}
+	}
+	return c, nil
+}
+
+// options are the pipeline's refine options from the flags.
+func (f *refineFlags) options(cfg refine.Config, bc bench.Command, prog *console.Line, stderr io.Writer) pipeline.RefineOptions {
+	return pipeline.RefineOptions{Config: cfg, Backend: f.backend, Bench: bc, BenchLine: f.bench, Resume: f.resume,
+		Dir: f.out, Ledger: f.ledger, Version: version, Log: prog.Log,
+		ChooseBackend: func(name string, o cfs.Options) (scheduler.Backend, error) { return chooseBackend(name, o, stderr) },
+		Note:          console.Once(func(msg string) { prog.Log("note: %s", msg) }),
+		Progress:      func(r refine.Progress) { prog.Update(refineProgressText(r)) }}
+}
+
+// refineFlagError names the flags behind an error of pipeline.Refine.
+func refineFlagError(err error, run *pipeline.RefineRun) error {
+	var re *pipeline.ResumeError
+	switch {
+	case errors.As(err, &re):
+		return fmt.Errorf("--resume %w", err)
+	case run != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		return fmt.Errorf("%w; continue with --resume %s", err, run.Ledger)
+	}
+	return outFlagError(err)
+}
+
+// refineProgressText is the progress line of a refine run.
+func refineProgressText(r refine.Progress) string {
+	return fmt.Sprintf("trial %d/~%d  %s  %s  round %d, %d accepted  %s elapsed, ETA %s",
+		r.Trials, r.Planned, r.Stage, truncate(r.Step, 40), r.Round, r.Accepted,
+		r.Elapsed.Round(time.Second), r.ETA.Round(time.Second))
 }
 
 // config builds the engine's configuration from the flags.
@@ -560,138 +343,8 @@ func (f *refineFlags) config() (refine.Config, error) {
 	return c, c.Check()
 }
 
-// cleanUpCutOff reaps the spinners of trials a dead run left open and
-// reverts the scheduling changes its state file records, noting both.
-func cleanUpCutOff(lw *ledger.Writer, old *ledger.Ledger, note func(string)) error {
-	for _, s := range old.Open() {
-		if len(s.Spinners) > 0 {
-			if err := background.Reap(s.Spinners); err != nil {
-				return fmt.Errorf("reap the spinners of cut-off trial %s: %w", s.Trial, err)
-			}
-			msg := fmt.Sprintf("trial %s was cut off: reaped its spinners %v", s.Trial, s.Spinners)
-			note(msg)
-			if err := lw.Append(ledger.Note{Text: msg}); err != nil {
-				return err
-			}
-		}
-	}
-	for _, n := range old.Notes {
-		var pid int
-		var state string
-		if _, err := fmt.Sscanf(n.Text, "pid %d; cfs state file %s", &pid, &state); err != nil {
-			continue
-		}
-		if _, err := os.Stat(state); err != nil {
-			continue
-		}
-		if err := cfs.RevertFile(state, note); err != nil {
-			return fmt.Errorf("revert what the dead run (pid %d) left applied: %w", pid, err)
-		}
-		msg := fmt.Sprintf("reverted what the dead run (pid %d) left applied, from %s", pid, state)
-		note(msg)
-		if err := lw.Append(ledger.Note{Text: msg}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func lintForRefine(p *profiles.Profile, path string, lint func(*profiles.Profile) []profiles.Finding, w io.Writer) error {
-	for _, f := range lint(p) {
-		if f.Severity == profiles.Error {
-			return fmt.Errorf("%s: %s; nothing was changed", path, f)
-		}
-		fmt.Fprintf(w, "%s: %s\n", path, f)
-	}
-	return nil
-}
-
-// machineID names this machine for the ledger.
-func machineID(shape profiles.Shape) ledger.Machine {
-	m := ledger.Machine{Shape: shape.Key()}
-	m.Hostname, _ = os.Hostname()
-	var u unix.Utsname
-	if unix.Uname(&u) == nil {
-		m.Kernel = unix.ByteSliceToString(u.Release[:])
-	}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	return m
-}
-
-// gitCommitOf is the commit that last changed path, "" outside a git
-// repository or for an uncommitted file.
-func gitCommitOf(path string) string {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return ""
-	}
-	out, err := exec.Command("git", "-C", filepath.Dir(abs), "log", "-1", "--format=%H", "--", abs).Output()
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// toolVersions records temper-train's, Go's and the benchmark's versions:
-// a known load tool's --version line, or for a jsonl benchmark (a script
-// that must not be run outside a trial) the sha256 of its file.
-func toolVersions(benchTool string, adapter string) map[string]string {
-	v := map[string]string{"temper-train": version, "go": runtime.Version()}
-	name := filepath.Base(benchTool)
-	if adapter == "jsonl" {
-		if path, err := exec.LookPath(benchTool); err == nil {
-			if b, err := os.ReadFile(path); err == nil {
-				sum := sha256.Sum256(b)
-				v[name] = "sha256:" + hex.EncodeToString(sum[:])
-			}
-		}
-		return v
-	}
-	for _, flag := range []string{"--version", "-v", "-V"} {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		out, err := exec.CommandContext(ctx, benchTool, flag).CombinedOutput()
-		cancel()
-		line, _, _ := bytes.Cut(bytes.TrimSpace(out), []byte("\n"))
-		if err == nil && len(line) > 0 && len(line) < 200 {
-			v[name] = string(line)
-			break
-		}
-	}
-	return v
-}
-
-// writeRefined writes the refined profile atomically with its evidence
-// updated, after checking it is lint-clean.
-func writeRefined(path string, res *refine.Result, ledgerPath string, lint func(*profiles.Profile) []profiles.Finding) error {
-	p := refine.WithEvidence(res, filepath.Base(ledgerPath), time.Now())
-	if fs := lint(p); profiles.HasErrors(fs) {
-		return fmt.Errorf("refined profile fails lint (not written): %s", fs[0])
-	}
-	b, err := profiles.Marshal(p)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	head := fmt.Sprintf("# Refined by temper-train refine (ledger %s): %d step(s) accepted; kept because it beat stock CFS in the final comparison.\n\n", ledgerPath, len(res.Accepted))
-	return atomicfile.Write(path, 0o644, func(w io.Writer) error {
-		if _, err := io.WriteString(w, head); err != nil {
-			return err
-		}
-		_, err := w.Write(b)
-		return err
-	})
-}
-
-func printRefineSummary(w io.Writer, res *refine.Result, metric string, run *refineRun) {
+func printRefineSummary(w io.Writer, run *pipeline.RefineRun) {
+	res, metric := run.Result, run.Config.Metric
 	fmt.Fprintf(w, "calibration (stock vs stock):\n")
 	for _, c := range res.Calibration {
 		fmt.Fprintf(w, "  bg=%d  %s CV %.1f%% over %d trials\n", c.Bg, metric, 100*c.CV[metric], c.N)
@@ -714,86 +367,9 @@ func printRefineSummary(w io.Writer, res *refine.Result, metric string, run *ref
 	}
 }
 
-// refineProgress shows progress: one line rewritten on a terminal, a line
-// every 10 s otherwise; log lines go above it.
-type refineProgress struct {
-	w     io.Writer
-	quiet bool
-	tty   bool
-	drawn bool
-	last  time.Time
-}
-
-func newRefineProgress(w io.Writer, quiet bool) *refineProgress {
-	p := &refineProgress{w: w, quiet: quiet}
-	if f, ok := w.(*os.File); ok {
-		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-		p.tty = err == nil
-	}
-	return p
-}
-
-func (p *refineProgress) clear() {
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\033[K")
-		p.drawn = false
-	}
-}
-
-func (p *refineProgress) log(format string, args ...any) {
-	p.clear()
-	fmt.Fprintf(p.w, format+"\n", args...)
-}
-
-func (p *refineProgress) update(r refine.Progress) {
-	if p.quiet {
-		return
-	}
-	line := fmt.Sprintf("trial %d/~%d  %s  %s  round %d, %d accepted  %s elapsed, ETA %s",
-		r.Trials, r.Planned, r.Stage, truncate(r.Step, 40), r.Round, r.Accepted,
-		r.Elapsed.Round(time.Second), r.ETA.Round(time.Second))
-	if p.tty {
-		fmt.Fprintf(p.w, "\r\033[K%s", line)
-		p.drawn = true
-		return
-	}
-	if time.Since(p.last) >= 10*time.Second {
-		fmt.Fprintln(p.w, line)
-		p.last = time.Now()
-	}
-}
-
-func (p *refineProgress) done() { p.clear() }
-
 func truncate(s string, n int) string {
 	if len([]rune(s)) <= n {
 		return s
 	}
 	return string([]rune(s)[:n-1]) + "…"
-}
-
-// benchCommand splits --bench into its argv, finds the adapter that reads
-// its output (--adapter, else from the command's name) and checks that the
-// command exists.
-func benchCommand(command, adapterName string) ([]string, bench.Adapter, error) {
-	argv, err := splitCommand(command)
-	if err != nil || len(argv) == 0 {
-		return nil, nil, usageError{fmt.Errorf("--bench %q: %v", command, cmp(err, errors.New("empty command")))}
-	}
-	var adapter bench.Adapter
-	if adapterName != "" {
-		adapter, err = bench.Lookup(adapterName)
-	} else {
-		adapter, err = bench.Detect(argv)
-	}
-	if errors.Is(err, bench.ErrNoAdapter) {
-		return nil, nil, usageError{fmt.Errorf("--bench: %w with --adapter", err)}
-	}
-	if err != nil {
-		return nil, nil, usageError{fmt.Errorf("--bench: %w", err)}
-	}
-	if _, err := exec.LookPath(argv[0]); err != nil {
-		return nil, nil, usageError{fmt.Errorf("--bench %q: %s: %v", command, argv[0], errors.Unwrap(err))}
-	}
-	return argv, adapter, nil
 }

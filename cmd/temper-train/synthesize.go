@@ -14,6 +14,7 @@ import (
 
 	"temper.codes/temper-train/internal/atomicfile"
 	"temper.codes/temper-train/observe/snapshot"
+	"temper.codes/temper-train/pipeline"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/synthesize"
 )
@@ -184,10 +185,11 @@ func runSynthesize(cmd *cobra.Command, f synthesizeFlags, a []string) error {
 	if err != nil {
 		return synthesizeFlagError(err)
 	}
-	r, err := synthesize.Profile(an, opt)
+	syn, err := pipeline.Synthesize(an, pipeline.SynthesizeOptions{Options: opt})
 	if err != nil {
 		return fmt.Errorf("synthesize %s: %w", a[0], synthesizeFlagError(err))
 	}
+	r := syn.Result
 	data, err := r.TOML()
 	if err != nil {
 		return fmt.Errorf("synthesize %s: %w", a[0], err)
@@ -201,10 +203,8 @@ func runSynthesize(cmd *cobra.Command, f synthesizeFlags, a []string) error {
 		e := &exports[i]
 		switch e.kind {
 		case exportLayered:
-			for _, fd := range profiles.Lint(r.Profile, profiles.LintOptions{Backend: profiles.BackendSCXLayered}) {
-				if fd.Severity == profiles.Error {
-					return fmt.Errorf("--export %s: %s", e.kind, fd)
-				}
+			if fd, bad := profiles.FirstError(profiles.Lint(r.Profile, profiles.LintOptions{Backend: profiles.BackendSCXLayered})); bad {
+				return fmt.Errorf("--export %s: %s", e.kind, fd)
 			}
 			e.data, err = synthesize.LayeredSpec(r.Profile)
 		case exportHelm:

@@ -4,17 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"temper.codes/temper-train/analyze"
+	"temper.codes/temper-train/internal/console"
+	"temper.codes/temper-train/pipeline"
 	"temper.codes/temper-train/target"
-	"temper.codes/temper-train/refine/bench"
 )
 
 // trainFlags are train's settings: refine's, plus what observe and
@@ -65,7 +67,7 @@ A command after -- is started once and serves every stage (the benchmark starts
 }
 
 func runTrain(cmd *cobra.Command, f trainFlags, command []string) error {
-	stderr := cmd.ErrOrStderr()
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	switch {
 	case f.id == "":
 		return usageError{errors.New("no --id: name the profile, e.g. --id my-service")}
@@ -76,142 +78,82 @@ func runTrain(cmd *cobra.Command, f trainFlags, command []string) error {
 	case f.resume != "":
 		return usageError{errors.New("--resume: resume the refine stage with 'temper-train refine PROFILE --resume LEDGER'")}
 	}
+	bc, err := f.benchCommand()
+	if err != nil {
+		return err
+	}
+	cfg, err := f.config()
+	if err != nil {
+		return usageError{err}
+	}
 	dir := f.out
 	if dir == "" {
 		dir = fmt.Sprintf("train-%s-%s", f.id, time.Now().Format("20060102-150405"))
 	}
-	if _, err := makeDir(dir); err != nil {
-		return err
-	}
-
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	spec := f.spec()
+	spec.Command, spec.Stdout, spec.Stderr = command, stderr, stderr
 	// A command is started once here, so that every stage sees the same
-	// process; the stages get its pid.
-	tf := f.targetFlags
-	if len(command) > 0 {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		tgt, err := target.Resolve(ctx, target.Spec{Command: command, Stdout: stderr, Stderr: stderr})
-		stop()
-		if err != nil {
-			return err
-		}
-		defer tgt.Stop(2 * time.Second)
-		tf = targetFlags{pid: tgt.Tgids[0]}
-		// A server just started is not listening yet, and some load tools
-		// (redis-benchmark) spin instead of failing on a refused
-		// connection: give it --warmup before the first load.
-		time.Sleep(f.warmup)
+	// process.
+	tgt, err := resolveTarget(ctx, spec)
+	if err != nil {
+		return err
 	}
-	targetArgs := tf.args()
+	defer tgt.Stop(2 * time.Second)
 
-	stage := func(name string, args ...string) error {
-		fmt.Fprintf(stderr, "train: %s\n", name)
-		root := newRootCmd(cmd.OutOrStdout(), stderr)
-		root.SetArgs(args)
-		if err := root.Execute(); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+	prog := console.NewLine(stderr, f.quiet, 10*time.Second)
+	ro := f.options(cfg, bc, prog, stderr)
+	ro.Dir = filepath.Join(dir, "refine")
+	res, err := pipeline.Train(ctx, tgt, pipeline.TrainOptions{Refine: ro, Warmup: f.warmup,
+		Fresh: pipeline.FreshOptions{ID: f.id, Dir: dir, Duration: f.duration, Bench: bc, Pictures: true,
+			Stage: func(name string) { fmt.Fprintf(stderr, "train: %s\n", name) }},
+		Synthesized: func(fr *pipeline.FreshProfile) error {
+			fmt.Fprintf(stderr, "train: the benchmark ran %d times while observe traced\n", fr.Runs)
+			if err := printFresh(stdout, stderr, tgt, fr); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "train: refine %s\n", fr.Profile.Path)
+			return nil
+		}})
+	prog.Clear()
+	var de *pipeline.DirError
+	switch {
+	case errors.As(err, &de) && de.Dir == dir:
+		return fmt.Errorf("--out %w", err)
+	case errors.Is(err, pipeline.ErrLoadTooLong):
+		return fmt.Errorf("%w: lengthen --duration", err)
+	case err != nil:
+		var run *pipeline.RefineRun
+		if res != nil {
+			run = res.Refine
 		}
-		return nil
+		return refineFlagError(err, run)
 	}
-	obs := filepath.Join(dir, "observe")
-	// The trace must show the workload under the load refine will measure
-	// it with, not idle: the benchmark runs back to back while observe
-	// traces.
-	stopLoad, err := startLoad(f.bench, f.adapter, f.timeout)
-	if err != nil {
-		return err
-	}
-	err = stage("observe", append([]string{"observe", "--duration", f.duration.String(), "--out", obs, "-q"}, targetArgs...)...)
-	runs, loadErr := stopLoad()
-	if err != nil {
-		return err
-	}
-	if runs == 0 {
-		return fmt.Errorf("observe: the benchmark finished no run while the workload was traced: %w", cmp(loadErr, errors.New("it ran for the whole trace: lengthen --duration")))
-	}
-	fmt.Fprintf(stderr, "train: the benchmark ran %d times while observe traced\n", runs)
-	analysis := filepath.Join(dir, "analysis.json")
-	if err := stage("analyze", "analyze", "--snapshot", filepath.Join(obs, "snapshot.json"), "--json", analysis,
-		"--dot", filepath.Join(dir, "wake-graph.dot"), "--plot", filepath.Join(dir, "plots"), filepath.Join(obs, "trace.pftrace")); err != nil {
-		return err
-	}
-	profDir := filepath.Join(dir, "profiles")
-	if err := stage("synthesize", "synthesize", analysis, "--id", f.id, "--snapshot", filepath.Join(obs, "snapshot.json"), "--out", profDir); err != nil {
-		return err
-	}
-	profs, err := filepath.Glob(filepath.Join(profDir, f.id, "*.toml"))
-	if err != nil || len(profs) != 1 {
-		return fmt.Errorf("synthesize: want one profile in %s, found %d", filepath.Join(profDir, f.id), len(profs))
-	}
-	fmt.Fprintf(stderr, "train: refine %s\n", profs[0])
-	rf := f.refineFlags
-	rf.targetFlags = tf
-	rf.out = filepath.Join(dir, "refine")
-	run, err := runRefine(cmd, rf, profs[0], nil)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "train: %s: observe/, analysis.json, profiles/%s, refine/ (ledger, REPORT.md%s)\n", dir, f.id,
-		map[bool]string{true: ", refined profile", false: ""}[run.Refined != ""])
+	printRefineSummary(stdout, res.Refine)
+	fmt.Fprintf(stdout, "train: %s: observe/, analysis.json, profiles/%s, refine/ (ledger, REPORT.md%s)\n", dir, f.id,
+		map[bool]string{true: ", refined profile", false: ""}[res.Refine.Refined != ""])
 	return nil
 }
 
-// args turns the target flags back into command-line arguments.
-func (f targetFlags) args() []string {
-	var a []string
-	if f.pid != 0 {
-		a = append(a, "--pid", strconv.Itoa(f.pid))
+// printFresh prints what observe, analyze and synthesize print for the
+// stages train ran.
+func printFresh(stdout, stderr io.Writer, tgt *target.Target, fr *pipeline.FreshProfile) error {
+	if err := printObserveSummary(stdout, fr.Observation, tgt, 15); err != nil {
+		return err
 	}
-	if f.cgroup != "" {
-		a = append(a, "--cgroup", f.cgroup)
+	if fr.Analysis.NoSVG != "" {
+		fmt.Fprintln(stderr, fr.Analysis.NoSVG)
 	}
-	if f.pod != "" {
-		a = append(a, "--pod", f.pod)
+	if err := printAnalysis(stdout, fr.Analysis, analyze.ReportOptions{Edges: 15}); err != nil {
+		return err
 	}
-	if f.container != "" {
-		a = append(a, "--container", f.container)
+	r := fr.Profile
+	for _, w := range r.Warnings {
+		fmt.Fprintf(stderr, "temper-train: warning: %s\n", w)
 	}
-	if f.kubeconfig != "" {
-		a = append(a, "--kubeconfig", f.kubeconfig)
+	for _, fd := range r.Lint {
+		fmt.Fprintf(stderr, "temper-train: lint: %s\n", fd)
 	}
-	if f.node != "" {
-		a = append(a, "--node", f.node)
-	}
-	return a
-}
-
-// startLoad runs the benchmark back to back until the returned stop is
-// called; stop returns how many runs completed and the last failure. A run
-// cut short by stop counts as neither.
-func startLoad(command, adapterName string, timeout time.Duration) (stop func() (int, error), err error) {
-	argv, adapter, err := benchCommand(command, adapterName)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	var runs int
-	var last error
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			_, err := bench.Run(ctx, bench.Command{Argv: argv, Adapter: adapter, Timeout: timeout})
-			switch {
-			case ctx.Err() != nil:
-			case err != nil:
-				last = err
-				// A failing benchmark is not retried in a tight loop.
-				select {
-				case <-ctx.Done():
-				case <-time.After(time.Second):
-				}
-			default:
-				runs++
-			}
-		}
-	}()
-	return func() (int, error) {
-		cancel()
-		<-done
-		return runs, last
-	}, nil
+	return printSynthesis(stdout, r.Result, r.Path, r.Path, nil)
 }

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"time"
 
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/refine/stats"
 )
 
@@ -37,6 +38,7 @@ const (
 	KindNote       = "note"
 	KindEnd        = "end"
 	KindCycle      = "cycle"
+	KindProcess    = "process"
 )
 
 // ErrMismatch is wrapped when a ledger given to resume belongs to another
@@ -66,12 +68,7 @@ type Header struct {
 
 // Machine identifies the machine a run measured: a ledger from another
 // machine cannot be resumed here.
-type Machine struct {
-	Hostname string `json:"hostname"`
-	Shape    string `json:"shape"` // profiles.Shape.Key()
-	CPUModel string `json:"cpu_model,omitempty"`
-	Kernel   string `json:"kernel"`
-}
+type Machine = machine.Identity
 
 // TrialStart is written just before a trial's benchmark runs.
 type TrialStart struct {
@@ -223,6 +220,21 @@ type Note struct {
 	Text string    `json:"text"`
 }
 
+// Process is written by the process that applies profiles, when it starts
+// or resumes: the run that resumes after it died reads it back to revert
+// what it left applied.
+type Process struct {
+	Type string    `json:"type"`
+	Time time.Time `json:"time"`
+	Pid  int       `json:"pid"`
+	// StateFile is the cfs backend's state file, which records every
+	// change the process made.
+	StateFile string `json:"state_file,omitempty"`
+}
+
+// legacyProcessNote is how ledgers before the process record noted it.
+const legacyProcessNote = "pid %d; cfs state file %s"
+
 // End closes a run that finished (not one that was cut off).
 type End struct {
 	Type    string    `json:"type"`
@@ -332,6 +344,12 @@ func (w *Writer) Append(rec any) error {
 	case Cycle:
 		r.Type = KindCycle
 		rec = r
+	case Process:
+		r.Type = KindProcess
+		if r.Time.IsZero() {
+			r.Time = time.Now().UTC()
+		}
+		rec = r
 	case End:
 		r.Type = KindEnd
 		if r.Time.IsZero() {
@@ -365,6 +383,10 @@ type Ledger struct {
 	Decisions []Decision
 	Notes     []Note
 	Cycles    []Cycle
+	// Processes are the processes that applied profiles for the run, the
+	// first first (older ledgers noted them as text; those notes are read
+	// here too).
+	Processes []Process
 	End       *End
 	// Torn is true when the last line was cut off mid-write.
 	Torn bool
@@ -460,6 +482,14 @@ func parse(path string, r io.Reader) (*Ledger, error) {
 			var n Note
 			derr = json.Unmarshal(b, &n)
 			l.Notes = append(l.Notes, n)
+			p := Process{Type: KindProcess, Time: n.Time}
+			if _, err := fmt.Sscanf(n.Text, legacyProcessNote, &p.Pid, &p.StateFile); err == nil {
+				l.Processes = append(l.Processes, p)
+			}
+		case KindProcess:
+			var p Process
+			derr = json.Unmarshal(b, &p)
+			l.Processes = append(l.Processes, p)
 		case KindCycle:
 			var c Cycle
 			derr = json.Unmarshal(b, &c)

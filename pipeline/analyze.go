@@ -1,0 +1,125 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"temper.codes/temper-train/analyze"
+	"temper.codes/temper-train/analyze/pictures"
+	"temper.codes/temper-train/chart"
+	"temper.codes/temper-train/profiles"
+	"temper.codes/temper-train/synthesize"
+)
+
+// AnalyzeOptions say which threads of a trace to analyse and which files
+// to write; an empty path writes nothing.
+type AnalyzeOptions struct {
+	analyze.Options
+	JSON string // the analysis (schema temper-train/analysis/v1)
+	// DOT is the wake graph for Graphviz; when Graphviz is installed it is
+	// also laid out as SVG next to it (FILE.svg for FILE.dot).
+	DOT   string
+	Plots string // a directory of pictures (SVG and PNG), created if missing
+}
+
+// PlotsError is a failure to write the pictures.
+type PlotsError struct{ Err error }
+
+func (e *PlotsError) Error() string { return "plots: " + e.Err.Error() }
+func (e *PlotsError) Unwrap() error { return e.Err }
+
+// Analyzed is an analysis and the files written from it.
+type Analyzed struct {
+	*analyze.Analysis
+	// Wrote are the DOT file, its SVG and the pictures written, in that
+	// order (not the JSON).
+	Wrote []string
+	// NoSVG says why the wake graph has no SVG ("" when it has one or
+	// none was asked for).
+	NoSVG string
+}
+
+// Analyze analyses the trace at path and writes the outputs opts names.
+// A Plots directory that cannot be written fails before the analysis,
+// which takes a while.
+func Analyze(path string, opts AnalyzeOptions) (*Analyzed, error) {
+	if opts.Plots != "" {
+		if err := chart.CheckDir(opts.Plots); err != nil {
+			return nil, &PlotsError{err}
+		}
+	}
+	a, err := analyze.File(path, opts.Options)
+	if err != nil {
+		return nil, err // names the file already
+	}
+	out := &Analyzed{Analysis: a}
+	if opts.DOT != "" {
+		if err := a.WriteDOTFile(opts.DOT); err != nil {
+			return nil, err
+		}
+		out.Wrote = append(out.Wrote, opts.DOT)
+		svg := strings.TrimSuffix(opts.DOT, ".dot") + ".svg"
+		switch err := pictures.WakeGraphSVG(a, svg); {
+		case errors.Is(err, pictures.ErrNoGraphviz):
+			out.NoSVG = fmt.Sprintf("wake graph: %v; wrote %s only", pictures.ErrNoGraphviz, opts.DOT)
+		case err != nil:
+			return nil, err
+		default:
+			out.Wrote = append(out.Wrote, svg)
+		}
+	}
+	if opts.Plots != "" {
+		plots, err := pictures.Write(a, opts.Plots)
+		if err != nil {
+			return nil, &PlotsError{err}
+		}
+		out.Wrote = append(out.Wrote, plots...)
+	}
+	if opts.JSON != "" {
+		if err := a.WriteFile(opts.JSON); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// SynthesizeOptions say how to synthesize a profile and where to write it.
+type SynthesizeOptions struct {
+	synthesize.Options
+	// Out is the profiles tree the profile is written to, at
+	// profiles.RelPath; "" writes nothing.
+	Out string
+}
+
+// Synthesized is a synthesized profile and where it was written.
+type Synthesized struct {
+	*synthesize.Result
+	Path string // "" when not written
+}
+
+// Synthesize turns an analysis into a self-checked profile and writes it
+// under opts.Out. Errors wrap synthesize's sentinels (ErrID, ErrShape, …).
+func Synthesize(a *analyze.Analysis, opts SynthesizeOptions) (*Synthesized, error) {
+	r, err := synthesize.Profile(a, opts.Options)
+	if err != nil {
+		return nil, err
+	}
+	out := &Synthesized{Result: r}
+	if opts.Out != "" {
+		if out.Path, err = r.WriteFile(opts.Out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// lintError is the first error finding, as an error saying what was
+// refused; nil when there is none.
+func lintError(fs []profiles.Finding, format string, args ...any) error {
+	f, ok := profiles.FirstError(fs)
+	if !ok {
+		return nil
+	}
+	return fmt.Errorf("%s: %s", fmt.Sprintf(format, args...), f)
+}

@@ -1,0 +1,173 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"temper.codes/temper-train/machine"
+	"temper.codes/temper-train/profiles"
+	"temper.codes/temper-train/refine"
+	"temper.codes/temper-train/refine/background"
+	"temper.codes/temper-train/refine/bench"
+	"temper.codes/temper-train/refine/ledger"
+	"temper.codes/temper-train/scheduler"
+	"temper.codes/temper-train/target"
+)
+
+// Live is a workload measured live on this machine: the backend that
+// applies profiles to it, the target and the benchmark that measures it.
+// Refine and the canary loop build refine's environment from it.
+type Live struct {
+	Backend  scheduler.Backend
+	Topology *machine.Topology
+	Shape    machine.Shape
+	Target   *target.Target
+	Bench    bench.Command // with its Timeout; Dir is set per trial
+	// Version is temper-train's, recorded in ledger headers.
+	Version string
+	// Log and Progress receive refine's lines and state (nil: none).
+	Log      func(format string, args ...any)
+	Progress func(refine.Progress)
+
+	openLoop atomic.Bool
+}
+
+// NewLive reads this machine's topology for a live workload.
+func NewLive(backend scheduler.Backend, tgt *target.Target, bc bench.Command) (*Live, error) {
+	topo, shape, err := thisMachine()
+	if err != nil {
+		return nil, err
+	}
+	return &Live{Backend: backend, Topology: topo, Shape: shape, Target: tgt, Bench: bc}, nil
+}
+
+// thisMachine reads the CPU topology and shape.
+func thisMachine() (*machine.Topology, machine.Shape, error) {
+	topo, err := machine.ReadTopology("/")
+	if err != nil {
+		return nil, machine.Shape{}, fmt.Errorf("CPU topology: %w", err)
+	}
+	shape, err := machine.ShapeOf(topo)
+	if err != nil {
+		return nil, machine.Shape{}, fmt.Errorf("machine shape: %w", err)
+	}
+	return topo, shape, nil
+}
+
+// Lint checks a profile for the backend and this machine.
+func (l *Live) Lint(p *profiles.Profile) []profiles.Finding {
+	return profiles.Lint(p, profiles.LintOptions{Backend: l.Backend.Name(), Shape: &l.Shape})
+}
+
+// OpenLoop says whether the benchmark's last run was open-loop.
+func (l *Live) OpenLoop() bool { return l.openLoop.Load() }
+
+// Env is refine's environment on this workload, recording to lw, each
+// trial's scratch directory under trialDir. The caller sets Reference and
+// a resumed run's Done, Started and StartTimes.
+func (l *Live) Env(lw *ledger.Writer, trialDir string) refine.Env {
+	return refine.Env{
+		Scheduler: l.Scheduler(),
+		Lint:      l.Lint,
+		Ledger:    lw,
+		TrialDir:  trialDir,
+		Log:       l.Log,
+		Progress:  l.Progress,
+		Bench: func(ctx context.Context, dir string) (map[string]float64, error) {
+			c := l.Bench
+			c.Dir = dir
+			r, err := bench.Run(ctx, c)
+			if err != nil {
+				return nil, err
+			}
+			l.openLoop.Store(r.OpenLoop)
+			return r.Metrics, nil
+		},
+		Background: func(n int) (refine.Spinners, error) { return background.Start(n) },
+	}
+}
+
+// Scheduler applies profiles to the target through the backend, as
+// refine's arms.
+func (l *Live) Scheduler() refine.Scheduler {
+	return &liveScheduler{backend: l.Backend, topo: l.Topology, tgt: l.Target}
+}
+
+// Header is a ledger's first line for a run of cfg on this workload:
+// profile names what is refined (a path, or what a canary cycle is),
+// profileHash and commit identify it.
+func (l *Live) Header(profile, profileHash, commit string, cfg refine.Config) ledger.Header {
+	raw, _ := json.Marshal(cfg)
+	tools := bench.ToolVersions(l.Bench)
+	tools["temper-train"] = l.Version
+	adapter := ""
+	if l.Bench.Adapter != nil {
+		adapter = l.Bench.Adapter.Name()
+	}
+	return ledger.Header{Start: time.Now().UTC(), Profile: profile, ProfileHash: profileHash, ProfileCommit: commit,
+		Machine: machine.Identify(l.Shape), Backend: l.Backend.Name(), Tools: tools, Command: os.Args, Bench: l.Bench.Argv,
+		Adapter: adapter, Target: l.Target.Description, Seed: cfg.Seed, Config: raw}
+}
+
+// ErrTargetGone is wrapped when the target has no process left.
+var ErrTargetGone = errors.New("the target exited")
+
+// liveScheduler applies refine's arms to the target through a scheduler
+// backend: each arm is a scheduler.Session, the library call apply uses.
+type liveScheduler struct {
+	backend scheduler.Backend
+	topo    *machine.Topology
+	tgt     *target.Target
+}
+
+func (s *liveScheduler) Apply(ctx context.Context, p *profiles.Profile) (refine.Session, error) {
+	plan, err := scheduler.NewPlan(p, s.topo, func() ([]profiles.Thread, error) {
+		ids, err := s.tgt.Refresh()
+		if err != nil {
+			return nil, err
+		}
+		return scheduler.ListThreads(ids)
+	})
+	if err != nil {
+		return nil, err
+	}
+	sess, err := scheduler.Start(ctx, s.backend, plan, scheduler.Options{})
+	if err != nil {
+		return nil, flat(err)
+	}
+	return liveSession{sess}, nil
+}
+
+// Alive fails when the target has no process left.
+func (s *liveScheduler) Alive() error {
+	ids, err := s.tgt.Refresh()
+	if err != nil {
+		return err
+	}
+	if len(ids) == 0 {
+		return fmt.Errorf("%w: %s has no process left", ErrTargetGone, s.tgt.Description)
+	}
+	return nil
+}
+
+// liveSession is a scheduler.Session as refine uses it: Stop reports only
+// whether everything was reverted.
+type liveSession struct{ s *scheduler.Session }
+
+func (l liveSession) Stats() ([]scheduler.GroupStats, error) { return l.s.Stats() }
+
+func (l liveSession) Stop() error {
+	sum := l.s.Stop()
+	if sum.RevertErr != nil {
+		return sum.RevertErr
+	}
+	if sum.Reason == scheduler.Failed {
+		return fmt.Errorf("keeping the profile in force: %w", sum.Err)
+	}
+	return nil
+}
