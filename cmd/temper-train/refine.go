@@ -339,7 +339,8 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 		if old, err = ledger.Read(f.resume); err != nil {
 			return nil, err
 		}
-		if err := old.Check(f.resume, profHash, machine); err != nil {
+		if err := old.Check(f.resume, ledger.Identity{ProfileHash: profHash, Machine: machine, Target: old.Header.Target, Bench: argv,
+			Adapter: adapter.Name(), Backend: old.Header.Backend, Tools: toolVersions(argv[0], adapter.Name())}); err != nil {
 			return nil, err
 		}
 		if old.End != nil {

@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"temper.codes/temper-train/internal/atomicfile"
+	"temper.codes/temper-train/internal/bounded"
 	"temper.codes/temper-train/internal/procfs"
 )
 
@@ -88,9 +89,13 @@ func writeStateFile(path string, st *State) error {
 	return nil
 }
 
+// maxStateBytes caps a state file: one record per changed thread is well
+// under a KiB.
+const maxStateBytes = 64 << 20
+
 // ReadState reads and checks a state file.
 func ReadState(path string) (*State, error) {
-	b, err := os.ReadFile(path)
+	b, err := bounded.ReadFile(path, maxStateBytes)
 	if err != nil {
 		return nil, fmt.Errorf("state file: %w", err)
 	}
