@@ -20,6 +20,7 @@ import (
 	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/target"
 	"temper.codes/temper-train/profiles"
+	"temper.codes/temper-train/refine/background"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/scheduler/scx"
@@ -404,7 +405,6 @@ func runRevert(cmd *cobra.Command, f applyFlags, a []string) error {
 		}
 		if len(files) == 0 {
 			fmt.Fprintf(stdout, "nothing to revert: no state files in %s\n", cfs.DefaultStateDir)
-			return nil
 		}
 	}
 	var errs []error
@@ -418,6 +418,10 @@ func runRevert(cmd *cobra.Command, f applyFlags, a []string) error {
 		default:
 			errs = append(errs, err)
 		}
+	}
+	// The spinner cgroups of runs killed by SIGKILL go too (a live run's stay).
+	if err := background.RemoveLeftovers(); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return flatErr(errors.Join(errs...))

@@ -65,8 +65,14 @@ func Reap(pids []int) error {
 // as Reap does without pids from a ledger. A live run's spinners and cgroups
 // are left alone. apply --revert calls it, so that a run killed by SIGKILL
 // (whose spinners die with it, PR_SET_PDEATHSIG, but whose cgroups stay)
-// leaves nothing behind without a resume.
-func RemoveLeftovers() error { return Reap(nil) }
+// leaves nothing behind without a resume. Where no hierarchy has the cpu
+// controller no spinner cgroup can have been made, and there is nothing to do.
+func RemoveLeftovers() error {
+	if _, err := findHierarchy(); err != nil {
+		return nil
+	}
+	return Reap(nil)
+}
 
 // isOrphanSpinner reports whether pid is a spinner whose owner is gone.
 func isOrphanSpinner(fsys procfs.FS, pid int) (bool, error) {
