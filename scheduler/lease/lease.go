@@ -55,6 +55,9 @@ type Owner struct {
 	Start   uint64    `json:"start"`
 	Command string    `json:"command"`
 	Since   time.Time `json:"since"`
+	// StateFile is where the owner records what it changed (a cfs state
+	// file), for whoever takes a stale lease over to revert.
+	StateFile string `json:"state_file,omitempty"`
 }
 
 func (o Owner) String() string {
@@ -105,6 +108,8 @@ type Options struct {
 	// Command is recorded as the owner's command; "" records the process's
 	// arguments.
 	Command string
+	// StateFile is recorded as the owner's state file (Owner.StateFile).
+	StateFile string
 	// Proc reads the processes' start times; the zero FS reads /proc.
 	Proc procfs.FS
 }
@@ -136,7 +141,7 @@ func Acquire(ctx context.Context, dir string, opt Options) (*Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lease %s: %w", path, err)
 	}
-	self.Command = opt.Command
+	self.Command, self.StateFile = opt.Command, opt.StateFile
 	if self.Command == "" {
 		self.Command = strings.Join(os.Args, " ")
 	}

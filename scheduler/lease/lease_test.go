@@ -22,7 +22,7 @@ const holdEnv = "LEASE_TEST_HOLD"
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(holdEnv); dir != "" {
-		l, err := Acquire(context.Background(), dir, Options{Command: "holder"})
+		l, err := Acquire(context.Background(), dir, Options{Command: "holder", StateFile: "/run/x/apply-1.json"})
 		if err != nil {
 			fmt.Println(err)
 			os.Exit(1)
@@ -167,7 +167,7 @@ func TestStaleTakeover(t *testing.T) {
 		t.Fatalf("stale takeover: %v", err)
 	}
 	defer l.Release()
-	if got.Pid != pid || got.Start != start || got.Command != "holder" {
+	if got.Pid != pid || got.Start != start || got.Command != "holder" || got.StateFile != "/run/x/apply-1.json" {
 		t.Errorf("OnStale got %+v, want pid %d start %d", got, pid, start)
 	}
 	if l.Owner().Pid != os.Getpid() {
