@@ -20,16 +20,20 @@ import (
 // Stats().LostEvents; a line that is none of these is an error naming its line
 // number.
 type TextReader struct {
-	name  string
-	br    *bufio.Reader
-	line  int
-	info  TraceInfo
-	stats ReadStats
-	comms map[string]string      // interned comm strings
-	ident map[int32]textIdentity // what each pid's line prefix last said
-	queue []Event                // events decoded from one line, in order
-	cut   bool                   // the last line read had no newline
-	qhead int
+	name string
+	br   *bufio.Reader
+	line int
+	off  int64 // bytes of the (decompressed) stream read so far
+	// maxLine caps a line's length (MaxTextLine unless a test lowers it), so
+	// that a hostile or damaged file cannot make one line cost gigabytes.
+	maxLine int
+	info    TraceInfo
+	stats   ReadStats
+	comms   map[string]string      // interned comm strings
+	ident   map[int32]textIdentity // what each pid's line prefix last said
+	queue   []Event                // events decoded from one line, in order
+	cut     bool                   // the last line read had no newline
+	qhead   int
 }
 
 type textIdentity struct {
@@ -39,11 +43,12 @@ type textIdentity struct {
 
 func newTextReader(br *bufio.Reader, name string) *TextReader {
 	return &TextReader{
-		name:  name,
-		br:    br,
-		info:  TraceInfo{Format: FormatFtraceText},
-		comms: map[string]string{},
-		ident: map[int32]textIdentity{},
+		name:    name,
+		br:      br,
+		info:    TraceInfo{Format: FormatFtraceText},
+		maxLine: MaxTextLine,
+		comms:   map[string]string{},
+		ident:   map[int32]textIdentity{},
 	}
 }
 
@@ -77,17 +82,31 @@ func (r *TextReader) Next(ev *Event) error {
 	return nil
 }
 
+// MaxTextLine is the longest ftrace text line the reader accepts, in bytes.
+// Real lines are a few hundred bytes (a comm is at most 16); the cap is far
+// above that and far below what would hurt to hold in memory.
+const MaxTextLine = 1 << 20
+
 // readLine returns the next line without its newline. A final line without a
-// newline is returned too; the caller reports it as truncated if it does not parse.
+// newline is returned too; the caller reports it as truncated if it does not
+// parse. A line longer than r.maxLine is an error naming the cap and the byte
+// offset where the line starts, found without reading the rest of the line.
 func (r *TextReader) readLine() ([]byte, error) {
+	start := r.off
 	line, err := r.br.ReadSlice('\n')
+	r.off += int64(len(line))
 	if errors.Is(err, bufio.ErrBufferFull) {
 		long := append([]byte(nil), line...)
-		for errors.Is(err, bufio.ErrBufferFull) {
+		for errors.Is(err, bufio.ErrBufferFull) && len(long) <= r.maxLine {
 			line, err = r.br.ReadSlice('\n')
+			r.off += int64(len(line))
 			long = append(long, line...)
 		}
 		line = long
+	}
+	if len(line) > r.maxLine && (len(line) > r.maxLine+1 || line[len(line)-1] != '\n') {
+		return nil, &FormatError{File: r.name, Line: r.line + 1, Err: fmt.Errorf("line at byte %d exceeds the %d-byte line limit: %w",
+			start, r.maxLine, ErrCorrupt)}
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("%s: %w", r.name, err)

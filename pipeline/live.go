@@ -111,7 +111,7 @@ func (l *Live) Header(profile, profileHash, commit string, cfg refine.Config) le
 	}
 	return ledger.Header{Start: time.Now().UTC(), Profile: profile, ProfileHash: profileHash, ProfileCommit: commit,
 		Machine: machine.Identify(l.Shape), Backend: l.Backend.Name(), Tools: tools, Command: os.Args, Bench: l.Bench.Argv,
-		Adapter: adapter, Target: l.Target.Description, Seed: cfg.Seed, Config: raw}
+		Adapter: adapter, Target: l.Target.Identity, Seed: cfg.Seed, Config: raw}
 }
 
 // ErrTargetGone is wrapped when the target has no process left.

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/atomicfile"
-	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine"
 	"temper.codes/temper-train/refine/background"
@@ -99,11 +98,16 @@ func Refine(ctx context.Context, tgt *target.Target, path string, opts RefineOpt
 	cfg, backendName := opts.Config, opts.Backend
 	var old *ledger.Ledger
 	if opts.Resume != "" {
+		// A live run's ledger is refused before anything is read or
+		// reaped: its spinners and its trials are its own.
+		if err := ledger.CheckUnlocked(opts.Resume); err != nil {
+			return nil, err
+		}
 		if old, err = ledger.Read(opts.Resume); err != nil {
 			return nil, err
 		}
-		if err := old.Check(opts.Resume, hash, machine.Identify(shape)); err != nil {
-			return nil, err
+		if b := opts.Backend; b != "" && b != BackendAuto && b != old.Header.Backend {
+			return nil, &ResumeError{fmt.Errorf("%w: %s was made with backend %q, this run asks for %q; start a new ledger", ledger.ErrMismatch, opts.Resume, old.Header.Backend, b)}
 		}
 		if old.End != nil {
 			return nil, &ResumeError{fmt.Errorf("%s: that run finished (%s); nothing to resume", opts.Resume, old.End.Reason)}
@@ -133,6 +137,13 @@ func Refine(ctx context.Context, tgt *target.Target, path string, opts RefineOpt
 		return nil, err
 	}
 	live.Version, live.Log, live.Progress = opts.Version, logf, opts.Progress
+	if old != nil {
+		// Trials of two experiments never mix in one ledger: the same
+		// profile, machine, target, benchmark, backend and tools.
+		if err := old.Check(opts.Resume, live.Header(path, hash, "", cfg).Identity()); err != nil {
+			return nil, err
+		}
+	}
 	fs := live.Lint(prof)
 	if err := lintError(fs, "%s", path); err != nil {
 		return nil, fmt.Errorf("%w; nothing was changed", err)

@@ -3,22 +3,26 @@ package profiles
 import (
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"temper.codes/temper-train/internal/bounded"
 )
 
 // idPattern is what a profile id may look like: it names a directory, a
 // pod annotation value and a file stem.
 var idPattern = regexp.MustCompile(`^[a-z0-9-]+$`)
 
+// maxFileBytes caps a profile file: real ones are a few KiB.
+const maxFileBytes = 4 << 20
+
 // Load reads and parses the profile file at path; see Parse.
 func Load(path string) (*Profile, error) {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, maxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("load profile: %w", err)
 	}

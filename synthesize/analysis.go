@@ -6,17 +6,20 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 
 	"temper.codes/temper-train/analyze"
+	"temper.codes/temper-train/internal/bounded"
 	"temper.codes/temper-train/internal/jsonerr"
 )
+
+// maxAnalysisBytes caps an analysis file: real ones are well under a MiB.
+const maxAnalysisBytes = 64 << 20
 
 // LoadAnalysis reads the analysis JSON that `temper-train analyze --json`
 // wrote. Errors name the file and say what to do; they are one line.
 func LoadAnalysis(path string) (*analyze.Analysis, error) {
-	data, err := os.ReadFile(path)
+	data, err := bounded.ReadFile(path, maxAnalysisBytes)
 	if err != nil {
 		return nil, fmt.Errorf("analysis %s: %w", path, err)
 	}

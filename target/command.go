@@ -41,6 +41,7 @@ func startCommand(spec Spec) (*Target, error) {
 	t := &Target{
 		Kind:        KindCommand,
 		Description: fmt.Sprintf("command %q (pid %d) and its descendants", line, cmd.Process.Pid),
+		Identity:    fmt.Sprintf("command %q and its descendants", line),
 		Pid:         cmd.Process.Pid,
 		Cmd:         cmd,
 		done:        make(chan struct{}),

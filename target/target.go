@@ -93,6 +93,10 @@ type Target struct {
 	// Description names the target for messages and the snapshot, e.g.
 	// `pod shop/web container nginx (cgroup /sys/fs/cgroup/…, v2)`.
 	Description string
+	// Identity names the workload in a way that survives a restart of a
+	// started command: Description, but for a command target the command
+	// line without its pid. A resumed refine compares it with its ledger's.
+	Identity string
 	// Pid is the root process of a pid or command target, 0 otherwise.
 	Pid int
 	// Tgids are the target's processes at resolve time, sorted. Never empty.
@@ -132,16 +136,22 @@ func Resolve(ctx context.Context, spec Spec) (*Target, error) {
 	if err := spec.validate(); err != nil {
 		return nil, err
 	}
+	var t *Target
+	var err error
 	switch {
 	case spec.Pid != 0:
-		return resolvePid(spec.Pid)
+		t, err = resolvePid(spec.Pid)
 	case spec.Cgroup != "":
-		return resolveCgroup(spec.Cgroup, spec.CgroupRoots)
+		t, err = resolveCgroup(spec.Cgroup, spec.CgroupRoots)
 	case len(spec.Command) > 0:
-		return startCommand(spec)
+		t, err = startCommand(spec)
 	default:
-		return resolvePod(ctx, spec)
+		t, err = resolvePod(ctx, spec)
 	}
+	if t != nil && t.Identity == "" {
+		t.Identity = t.Description
+	}
+	return t, err
 }
 
 // validate checks that spec names exactly one target and that its fields

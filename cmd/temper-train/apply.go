@@ -19,6 +19,7 @@ import (
 	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/pipeline"
 	"temper.codes/temper-train/profiles"
+	"temper.codes/temper-train/refine/background"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/target"
@@ -310,7 +311,7 @@ func lintForApply(p *profiles.Profile, path, backend string, topo *machine.Topol
 	case 1:
 		return nil, fmt.Errorf("%s: %s; nothing was changed", path, errs[0])
 	default:
-		return nil, fmt.Errorf("%s: %s (and %d more lint errors); nothing was changed", path, errs[0], len(errs)-1)
+		return nil, lintErrors(path, errs)
 	}
 	if !demote {
 		return p, nil
@@ -393,7 +394,6 @@ func runRevert(cmd *cobra.Command, f applyFlags, a []string) error {
 		}
 		if len(files) == 0 {
 			fmt.Fprintf(stdout, "nothing to revert: no state files in %s\n", cfs.DefaultStateDir)
-			return nil
 		}
 	}
 	var errs []error
@@ -408,10 +408,32 @@ func runRevert(cmd *cobra.Command, f applyFlags, a []string) error {
 			errs = append(errs, err)
 		}
 	}
+	// The spinner cgroups of runs killed by SIGKILL go too (a live run's stay).
+	if err := background.RemoveLeftovers(); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return flatErr(errors.Join(errs...))
 	}
 	return nil
+}
+
+// maxListed bounds how many lint errors one refusal lists.
+const maxListed = 20
+
+// lintErrors refuses a profile with several lint errors, listing each on a
+// line of its own (up to maxListed) rather than hiding all but the first.
+func lintErrors(path string, errs []profiles.Finding) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d lint errors; nothing was changed:", path, len(errs))
+	for i, f := range errs {
+		if i == maxListed {
+			fmt.Fprintf(&b, "\n  (and %d more)", len(errs)-maxListed)
+			break
+		}
+		fmt.Fprintf(&b, "\n  %s: %s", path, f)
+	}
+	return errors.New(b.String())
 }
 
 // flatErr puts a multi-line error (errors.Join) on one line, keeping a

@@ -21,9 +21,11 @@ import (
 	"temper.codes/temper-train/pipeline"
 	"temper.codes/temper-train/refine"
 	"temper.codes/temper-train/refine/bench"
+	"temper.codes/temper-train/refine/ledger"
 	"temper.codes/temper-train/refine/report"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
+	"temper.codes/temper-train/scheduler/lease"
 )
 
 // refineFlags are refine's command-line settings.
@@ -48,6 +50,7 @@ type refineFlags struct {
 	timeout    time.Duration
 	n          [4]int // calibration, screen, confirm, final
 	quiet      bool
+	waitLock   time.Duration
 }
 
 func newRefineCmd() *cobra.Command {
@@ -157,6 +160,7 @@ func (f *refineFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.n[2], "confirm-n", 8, "fresh runs per arm and level to confirm a candidate (even; calibration may raise it)")
 	fl.IntVar(&f.n[3], "final-n", 8, "fresh runs per arm and level of the final stock-vs-refined comparison (even)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
+	fl.DurationVar(&f.waitLock, "wait-lock", 0, "wait up to this long for another run that owns this node's scheduling state (0: refuse at once)")
 }
 
 // parsePercent reads "5%", "-5%" or "0.05" as a fraction.
@@ -228,8 +232,20 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 			return usageError{err}
 		}
 	}
+	if f.resume != "" {
+		// Before a command is started or anything reaped: a live run's
+		// ledger is its own.
+		if err := ledger.CheckUnlocked(f.resume); err != nil {
+			return fmt.Errorf("--resume: %w", err)
+		}
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	node, err := f.takeNode(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer node.Release()
 	spec := f.spec()
 	spec.Command, spec.Stdout, spec.Stderr = command, stderr, stderr
 	tgt, err := resolveTarget(ctx, spec)
@@ -245,6 +261,16 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 	}
 	printRefineSummary(stdout, run)
 	return nil
+}
+
+// takeNode takes the node's lease on its scheduling state for the run (see
+// pipeline.TakeNode); a live owner is an error saying how to wait for it.
+func (f *refineFlags) takeNode(ctx context.Context, stderr io.Writer) (*lease.Lease, error) {
+	l, err := pipeline.TakeNode(ctx, f.waitLock, func(msg string) { fmt.Fprintf(stderr, "note: %s\n", msg) })
+	if errors.Is(err, lease.ErrHeld) {
+		return nil, fmt.Errorf("%w; wait for it with --wait-lock DURATION", err)
+	}
+	return l, err
 }
 
 // benchCommand checks --bench, --adapter and --timeout: a usage error when

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"temper.codes/temper-train/internal/atomicfile"
+	"temper.codes/temper-train/internal/bounded"
 	"temper.codes/temper-train/internal/table"
 	"temper.codes/temper-train/internal/tpcheck"
 	"temper.codes/temper-train/observe"
@@ -218,7 +219,7 @@ rule is broken.`,
 		Example: `  temper-train trace check observe-out/trace.pftrace`,
 		Args:    args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			data, err := os.ReadFile(a[0])
+			data, err := bounded.ReadFile(a[0], tpcheck.MaxTraceBytes)
 			if err != nil {
 				return err
 			}

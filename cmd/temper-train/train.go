@@ -92,6 +92,11 @@ func runTrain(cmd *cobra.Command, f trainFlags, command []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	node, err := f.takeNode(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer node.Release()
 	spec := f.spec()
 	spec.Command, spec.Stdout, spec.Stderr = command, stderr, stderr
 	// A command is started once here, so that every stage sees the same

@@ -16,13 +16,13 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
 	// Only the attribute names: the wire is read with protowire.
+	"temper.codes/temper-train/internal/bounded"
 	pb "temper.codes/temper-train/observe/perfettopb"
 )
 
@@ -132,6 +132,10 @@ type switchRec struct {
 	off  int // packet offset, for messages
 }
 
+// MaxTraceBytes caps a trace Check reads, compressed or decompressed: it
+// holds the whole trace in memory.
+const MaxTraceBytes = 1 << 30
+
 // Check reads a whole trace (gzip-compressed or not) and reports how the
 // importer would take it.
 func Check(data []byte) (*Report, error) {
@@ -140,7 +144,7 @@ func Check(data []byte) (*Report, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: gzip: %v", ErrMalformed, err)
 		}
-		if data, err = io.ReadAll(zr); err != nil {
+		if data, err = bounded.ReadAll(zr, MaxTraceBytes); err != nil {
 			return nil, fmt.Errorf("%w: gzip: %v", ErrMalformed, err)
 		}
 	}

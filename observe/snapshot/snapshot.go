@@ -42,6 +42,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"temper.codes/temper-train/internal/atomicfile"
+	"temper.codes/temper-train/internal/bounded"
 	"temper.codes/temper-train/internal/jsonerr"
 	"temper.codes/temper-train/internal/mountinfo"
 )
@@ -522,11 +523,15 @@ func Load(path string) (*Snapshot, error) {
 	return s, nil
 }
 
+// maxBytes caps a snapshot file: the largest real ones (thousands of
+// threads) are a few MiB.
+const maxBytes = 256 << 20
+
 // Read decodes a snapshot. It checks the schema before anything else, so a
 // file of another version is reported as such rather than as a type error,
 // and then that the content is consistent enough for analyze to rely on.
 func Read(r io.Reader) (*Snapshot, error) {
-	data, err := io.ReadAll(r)
+	data, err := bounded.ReadAll(r, maxBytes)
 	if err != nil {
 		return nil, fmt.Errorf("read: %w", err)
 	}

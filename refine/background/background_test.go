@@ -284,6 +284,34 @@ func TestPdeathsig(t *testing.T) {
 	}
 }
 
+// TestRemoveLeftovers: the cgroups of SIGKILLed runs go, with any spinner
+// still in them; a live run's stay, its spinners running.
+func TestRemoveLeftovers(t *testing.T) {
+	needCgroups(t)
+	dead := crashedRun(t, 1, true) // its spinner dies with it: an empty cgroup
+	outlived := crashedRun(t, 1, false)
+	live, err := Start(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Stop()
+	if err := RemoveLeftovers(); err != nil {
+		t.Fatal(err)
+	}
+	for _, run := range []helperOut{dead, outlived} {
+		if _, err := os.Stat(run.Cgroup); !os.IsNotExist(err) {
+			t.Errorf("cgroup %s after RemoveLeftovers: %v", run.Cgroup, err)
+		}
+	}
+	if running(outlived.Pids[0]) {
+		syscall.Kill(outlived.Pids[0], syscall.SIGKILL)
+		t.Errorf("spinner %d runs after RemoveLeftovers", outlived.Pids[0])
+	}
+	if _, err := os.Stat(live.cgroup); err != nil || !running(live.pids[0]) {
+		t.Errorf("the live run's cgroup %s (%v) or spinner %d was touched", live.cgroup, err, live.pids[0])
+	}
+}
+
 // TestReapSparesOthers: Reap never kills a process that is not a spinner of a
 // dead run, whatever pid it is given.
 func TestReapSparesOthers(t *testing.T) {

@@ -60,6 +60,20 @@ func Reap(pids []int) error {
 	return errors.Join(errs...)
 }
 
+// RemoveLeftovers removes what dead runs left of their spinners: it kills
+// every spinner in a dead run's cgroup and then removes every such cgroup,
+// as Reap does without pids from a ledger. A live run's spinners and cgroups
+// are left alone. apply --revert calls it, so that a run killed by SIGKILL
+// (whose spinners die with it, PR_SET_PDEATHSIG, but whose cgroups stay)
+// leaves nothing behind without a resume. Where no hierarchy has the cpu
+// controller no spinner cgroup can have been made, and there is nothing to do.
+func RemoveLeftovers() error {
+	if _, err := findHierarchy(); err != nil {
+		return nil
+	}
+	return Reap(nil)
+}
+
 // isOrphanSpinner reports whether pid is a spinner whose owner is gone.
 func isOrphanSpinner(fsys procfs.FS, pid int) (bool, error) {
 	if pid <= 0 {

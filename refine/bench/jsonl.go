@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"temper.codes/temper-train/refine/stats"
@@ -77,6 +78,9 @@ func (j jsonl) Parse(t Trial) (Result, error) {
 		}
 		if _, dup := res.Metrics[name]; dup {
 			return Result{}, perr("metric %q given twice (one trial gives one value per metric)", name)
+		}
+		if *v.Value < 0 {
+			return Result{}, perr("metric %q: value %s", name, negativeMsg(strconv.FormatFloat(*v.Value, 'g', -1, 64)))
 		}
 		res.Metrics[name] = *v.Value
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -48,6 +49,21 @@ func parseNumber(s string) (float64, bool) {
 		return 0, false
 	}
 	return v, true
+}
+
+// notFigure is the message for a figure s that parseNumber refused: one of
+// its own when s is a negative number (a tool printing one is broken, and
+// saying "not a number" would hide that), else msg.
+func notFigure(s, msg string) string {
+	if v, err := strconv.ParseFloat(s, 64); err == nil && v < 0 {
+		return negativeMsg(s)
+	}
+	return msg
+}
+
+// negativeMsg says that s, a negative figure, cannot be one.
+func negativeMsg(s string) string {
+	return fmt.Sprintf("%s is negative: a latency, rate, count or error count never is", s)
 }
 
 // fieldsAfter returns the fields of text after the prefix, and whether the

@@ -62,7 +62,7 @@ func (m memaslap) Parse(t Trial) (Result, error) {
 		num, ok := strings.CutSuffix(rest, " events)")
 		v, ok2 := parseNumber(num)
 		if !ok || !ok2 || v != math.Trunc(v) {
-			return Result{}, perr(l, "expected \"Total Statistics (N events)\"")
+			return Result{}, perr(l, "%s", notFigure(num, "expected \"Total Statistics (N events)\""))
 		}
 		block, events = i, v
 	}
@@ -83,7 +83,7 @@ func (m memaslap) Parse(t Trial) (Result, error) {
 		}
 		tps, ok := parseNumber(f[4])
 		if !ok {
-			return Result{}, perr(l, "TPS %q is not a number", f[4])
+			return Result{}, perr(l, "TPS %s", notFigure(f[4], strconv.Quote(f[4])+" is not a number"))
 		}
 		res.Metrics["throughput"] = tps
 		found = true
@@ -107,7 +107,7 @@ func (m memaslap) parseBlock(metrics map[string]float64, ls []line, events float
 		if len(f) == 2 && (f[0] == "Min:" || f[0] == "Max:" || f[0] == "Avg:" || f[0] == "Geo:" || f[0] == "Std:") {
 			v, ok := parseNumber(f[1])
 			if !ok {
-				return perr(ls[i], "%s %q is not a number", f[0], f[1])
+				return perr(ls[i], "%s %s", f[0], notFigure(f[1], strconv.Quote(f[1])+" is not a number"))
 			}
 			stats[f[0]] = v
 			continue
@@ -130,7 +130,7 @@ func (m memaslap) parseBlock(metrics map[string]float64, ls []line, events float
 		for j, s := range f[1:] {
 			c, ok := parseNumber(s)
 			if !ok || c != math.Trunc(c) {
-				return perr(ls[i], "bucket count %q is not a count", s)
+				return perr(ls[i], "bucket count %s", notFigure(s, strconv.Quote(s)+" is not a count"))
 			}
 			b := k + j
 			for len(buckets) <= b {

@@ -210,6 +210,24 @@ func TestParseErrors(t *testing.T) {
 		{"jsonl", []byte(`{"metric": "p99_ms", "value": 3}{}` + "\n"), 1, "more than one"},
 		{"jsonl", []byte(`p99_ms 3` + "\n"), 1, "not a JSON object"},
 		{"jsonl", []byte(`{"metric": "p99_ms", "value": "3"}` + "\n"), 1, "not a JSON object"},
+		// A figure that cannot be negative and is: refused as such, with the
+		// tool and line, by every adapter.
+		{"jsonl", []byte(`{"metric": "p99_ms", "value": 3}` + "\n" + `{"metric": "render", "value": -5, "unit": "ms"}` + "\n"), 2, `metric "render_ms": value -5 is negative`},
+		{"jsonl", []byte(`{"metric": "frames", "value": -0.5, "unit": "frames/s"}` + "\n"), 1, "value -0.5 is negative"},
+		{"jsonl", []byte(`{"metric": "errors", "value": -1}` + "\n"), 1, "value -1 is negative"},
+		{"redis-benchmark", []byte(`"test","rps"` + "\n" + `"GET","-12.5"` + "\n"), 2, `column "rps": -12.5 is negative`},
+		{"memaslap", []byte("Run time: 3.0s Ops: 94265 TPS: -3 Net_rate: 35.1M/s\n"), 1, "TPS -3 is negative"},
+		{"memaslap", []byte("Total Statistics (-10 events)\n"), 1, "-10 is negative"},
+		{"memaslap", []byte("Total Statistics (3 events)\n   Min: -1\n"), 2, "Min: -1 is negative"},
+		{"memaslap", []byte("Total Statistics (3 events)\n   Min: 1\n   Max: 9\n   Avg: 5\n   Log2 Dist:\n       0: 3 -4\n"), 6, "bucket count -4 is negative"},
+		{"sysbench", []byte("    transactions:   947    (-31.5 per sec.)\n"), 1, "rate -31.5 is negative"},
+		{"sysbench", []byte("Latency (ms):\n         min:                                    -2.5\n"), 2, "-2.5 is negative"},
+		{"wrk", []byte("    Latency    -3.19ms    4.17ms  41.47ms   89.03%\n"), 1, "-3.19 is negative"},
+		{"wrk", []byte("    Latency     3.19ms    4.17ms  -41.47us   89.03%\n"), 1, "-41.47 is negative"},
+		{"wrk", []byte("  -5 requests in 10.00s, 1.2MB read\n"), 1, "request count -5 is negative"},
+		{"wrk", []byte("  Socket errors: connect 0, read -2, write 0, timeout 0\n"), 1, "read count -2 is negative"},
+		{"wrk", []byte("  Non-2xx or 3xx responses: -7\n"), 1, "-7 is negative"},
+		{"wrk", []byte("Requests/sec:  -100.5\n"), 1, "requests/sec -100.5 is negative"},
 	}
 	for _, tt := range tests {
 		a, err := Lookup(tt.tool)
@@ -247,6 +265,8 @@ func TestPgbenchLogErrors(t *testing.T) {
 		{"truncated", func(s string) string { return s[:len(s)/2] }, false, 0, ""},
 		{"garbled", func(s string) string { return strings.Replace(s, "\n", "\n1 2 x 0 1795642658 477394\n", 3) }, true, 2, "latency"},
 		{"short line", func(s string) string { return "1 1\n" + s }, true, 1, "expected"},
+		{"negative latency", func(s string) string { return "0 1 -477 0 1795642658 477394\n" + s }, true, 1, "latency -477 is negative"},
+		{"negative field", func(s string) string { return "0 -1 477 0 1795642658 477394\n" + s }, true, 1, "field 2 -1 is negative"},
 	}
 	for _, tt := range tests {
 		dir := t.TempDir()

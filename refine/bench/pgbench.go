@@ -67,7 +67,7 @@ func (p pgbench) Parse(t Trial) (Result, error) {
 			f := strings.Fields(text)
 			v, ok := parseNumber(f[2])
 			if !ok {
-				return Result{}, perr(l, "tps %q is not a number", f[2])
+				return Result{}, perr(l, "tps %s", notFigure(f[2], strconv.Quote(f[2])+" is not a number"))
 			}
 			res.Metrics["throughput"], haveTPS = v, true
 		case strings.HasPrefix(text, "number of transactions actually processed:"):
@@ -76,7 +76,7 @@ func (p pgbench) Parse(t Trial) (Result, error) {
 			n, _, _ := strings.Cut(f[len(f)-1], "/")
 			v, ok := parseNumber(n)
 			if !ok {
-				return Result{}, perr(l, "transaction count %q is not a number", n)
+				return Result{}, perr(l, "transaction count %s", notFigure(n, strconv.Quote(n)+" is not a number"))
 			}
 			processed, haveProcessed = v, true
 		case strings.HasPrefix(text, "number of failed transactions:"),
@@ -88,6 +88,9 @@ func (p pgbench) Parse(t Trial) (Result, error) {
 			ok := len(f) > 0
 			if ok {
 				v, ok = parseNumber(f[0])
+			}
+			if !ok && len(f) > 0 {
+				return Result{}, perr(l, "%s", notFigure(f[0], "expected a count after the colon"))
 			}
 			if !ok {
 				return Result{}, perr(l, "expected a count after the colon")
@@ -178,7 +181,7 @@ func (p pgbench) parseLog(name string, r io.Reader, lat []float64) ([]float64, e
 		}
 		for _, i := range []int{0, 1, 3, 4, 5} {
 			if _, err := strconv.ParseUint(f[i], 10, 64); err != nil {
-				return nil, perr(text, "field %d %q is not a whole number", i+1, f[i])
+				return nil, perr(text, "field %d %s", i+1, notFigure(f[i], strconv.Quote(f[i])+" is not a whole number"))
 			}
 		}
 		if f[2] == "skipped" || f[2] == "failed" {
@@ -186,7 +189,7 @@ func (p pgbench) parseLog(name string, r io.Reader, lat []float64) ([]float64, e
 		}
 		us, err := strconv.ParseUint(f[2], 10, 64)
 		if err != nil {
-			return nil, perr(text, "latency %q is neither microseconds nor skipped/failed", f[2])
+			return nil, perr(text, "latency %s", notFigure(f[2], strconv.Quote(f[2])+" is neither microseconds nor skipped/failed"))
 		}
 		lat = append(lat, float64(us)/1000)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -105,7 +106,7 @@ func (r redisBenchmark) Parse(t Trial) (Result, error) {
 		for i, f := range rec[1:] {
 			v, ok := parseNumber(f)
 			if !ok {
-				return Result{}, perr(n, textOf(n), "column %q: %q is not a number", header[i+1], f)
+				return Result{}, perr(n, textOf(n), "column %q: %s", header[i+1], notFigure(f, strconv.Quote(f)+" is not a number"))
 			}
 			if name := cols[i+1]; name != "" {
 				row[name] = v

@@ -45,7 +45,7 @@ func (s sysbench) Parse(t Trial) (Result, error) {
 		}
 		v, ok := parseNumber(strings.TrimPrefix(f[1], "("))
 		if !ok {
-			return 0, perr(l, "rate %q is not a number", f[1])
+			return 0, perr(l, "rate %s", notFigure(strings.TrimPrefix(f[1], "("), strconv.Quote(f[1])+" is not a number"))
 		}
 		return v, nil
 	}
@@ -55,7 +55,7 @@ func (s sysbench) Parse(t Trial) (Result, error) {
 		}
 		v, ok := parseNumber(strings.TrimSuffix(f[0], unit))
 		if !ok {
-			return 0, perr(l, "%q is not a number", f[0])
+			return 0, perr(l, "%s", notFigure(strings.TrimSuffix(f[0], unit), strconv.Quote(f[0])+" is not a number"))
 		}
 		return v, nil
 	}

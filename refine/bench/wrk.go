@@ -86,7 +86,7 @@ func (w wrk) Parse(t Trial) (Result, error) {
 			// 21843 requests in 3.02s, 5.00MB read
 			v, ok := parseNumber(f[0])
 			if !ok {
-				return Result{}, perr(l, "request count %q is not a number", f[0])
+				return Result{}, perr(l, "request count %s", notFigure(f[0], strconv.Quote(f[0])+" is not a number"))
 			}
 			requests, requestsLine = v, &l
 		case strings.HasPrefix(text, "Socket errors:"):
@@ -98,20 +98,22 @@ func (w wrk) Parse(t Trial) (Result, error) {
 			for i := 1; i < len(g); i += 2 {
 				v, ok := parseNumber(g[i])
 				if !ok {
-					return Result{}, perr(l, "%s count %q is not a number", g[i-1], g[i])
+					return Result{}, perr(l, "%s count %s", g[i-1], notFigure(g[i], strconv.Quote(g[i])+" is not a number"))
 				}
 				errs += v
 			}
 		case strings.HasPrefix(text, "Non-2xx or 3xx responses:"):
-			v, ok := parseNumber(strings.TrimSpace(strings.TrimPrefix(text, "Non-2xx or 3xx responses:")))
+			s := strings.TrimSpace(strings.TrimPrefix(text, "Non-2xx or 3xx responses:"))
+			v, ok := parseNumber(s)
 			if !ok {
-				return Result{}, perr(l, "expected a count of responses")
+				return Result{}, perr(l, "%s", notFigure(s, "expected a count of responses"))
 			}
 			errs += v
 		case strings.HasPrefix(text, "Requests/sec:"):
-			v, ok := parseNumber(strings.TrimSpace(strings.TrimPrefix(text, "Requests/sec:")))
+			s := strings.TrimSpace(strings.TrimPrefix(text, "Requests/sec:"))
+			v, ok := parseNumber(s)
 			if !ok {
-				return Result{}, perr(l, "requests/sec is not a number")
+				return Result{}, perr(l, "requests/sec %s", notFigure(s, "is not a number"))
 			}
 			m["throughput"], haveRate = v, true
 		}
@@ -138,7 +140,7 @@ func wrkDuration(s string) (float64, error) {
 		if v, ok := parseNumber(num); ok {
 			return v / 1000, nil
 		}
-		return 0, fmt.Errorf("%q is not a duration (us, ms, s, m, h)", s)
+		return 0, fmt.Errorf("%s", notFigure(num, strconv.Quote(s)+" is not a duration (us, ms, s, m, h)"))
 	}
 	for _, u := range []struct {
 		suffix string
@@ -148,7 +150,7 @@ func wrkDuration(s string) (float64, error) {
 			if v, ok := parseNumber(num); ok {
 				return v * u.ms, nil
 			}
-			break
+			return 0, fmt.Errorf("%s", notFigure(num, strconv.Quote(s)+" is not a duration (us, ms, s, m, h)"))
 		}
 	}
 	return 0, fmt.Errorf("%q is not a duration (us, ms, s, m, h)", s)

@@ -280,10 +280,15 @@ type Writer struct {
 
 // Create starts a new ledger at path with its header; an existing file is
 // an error (a ledger is never overwritten: resume it or pick another name).
+// The Writer holds the ledger's lock until Close (see Append).
 func Create(path string, h Header) (*Writer, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	if err := lock(f, path); err != nil {
+		f.Close()
+		return nil, err
 	}
 	w := &Writer{f: f, path: path}
 	h.Type, h.Version = KindHeader, Version
@@ -295,25 +300,53 @@ func Create(path string, h Header) (*Writer, error) {
 	return w, nil
 }
 
-// Append opens an existing ledger for appending (a resumed run). A torn
-// last line is cut off first so that the next record starts on a line of
-// its own.
+// Append opens an existing ledger for appending (a resumed run). It first
+// takes the ledger's lock, held until Close, so that a ledger has one writer:
+// while another Writer holds it, Append changes nothing and returns a
+// *LockError (wrapping ErrLocked) naming the holder. Then a torn last line is
+// cut off so that the next record starts on a line of its own.
 func Append(path string) (*Writer, error) {
-	data, err := os.ReadFile(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		return nil, fmt.Errorf("ledger: %w", err)
+	if err := lock(f, path); err != nil {
+		f.Close()
+		return nil, err
 	}
-	if n := bytes.LastIndexByte(data, '\n') + 1; n < len(data) {
-		if err := f.Truncate(int64(n)); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("ledger %s: cut torn last line: %w", path, err)
-		}
+	if err := cutTorn(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("ledger %s: cut torn last line: %w", path, err)
 	}
 	return &Writer{f: f, path: path}, nil
+}
+
+// cutTorn truncates f after its last newline, reading only the tail: a torn
+// line is at most MaxLine long, or it would not have been written.
+func cutTorn(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := fi.Size()
+	for end := size; end > 0; {
+		n := min(end, 64<<10)
+		buf := make([]byte, n)
+		if _, err := f.ReadAt(buf, end-n); err != nil {
+			return err
+		}
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			end = end - n + int64(i) + 1
+			if end == size {
+				return nil
+			}
+			return f.Truncate(end)
+		}
+		if end -= n; size-end > MaxLine {
+			return fmt.Errorf("last line longer than the %d-byte line limit", MaxLine)
+		}
+	}
+	return f.Truncate(0)
 }
 
 // Path is the ledger's file name.
@@ -434,11 +467,15 @@ func Read(path string) (*Ledger, error) {
 	return parse(path, f)
 }
 
+// MaxLine caps a ledger line, in bytes: the largest records (a decision
+// with its guards) are a few KiB.
+const MaxLine = 4 << 20
+
 func parse(path string, r io.Reader) (*Ledger, error) {
 	l := &Ledger{Ends: map[string]TrialEnd{}}
 	br := bufio.NewReader(r)
 	for line := 1; ; line++ {
-		b, err := br.ReadBytes('\n')
+		b, err := readLine(br)
 		if len(b) == 0 && err == io.EOF {
 			break
 		}
@@ -517,17 +554,17 @@ func parse(path string, r io.Reader) (*Ledger, error) {
 	return l, nil
 }
 
-// Check refuses to resume a ledger made for another profile or machine:
-// the error says which and wraps ErrMismatch.
-func (l *Ledger) Check(path, profileHash string, m Machine) error {
-	h := l.Header
-	switch {
-	case h.ProfileHash != profileHash:
-		return fmt.Errorf("%w: %s was made for profile %s (sha256 %.12s), not this one (sha256 %.12s); start a new ledger",
-			ErrMismatch, path, h.Profile, h.ProfileHash, profileHash)
-	case h.Machine.Hostname != m.Hostname || h.Machine.Shape != m.Shape || h.Machine.Kernel != m.Kernel || h.Machine.CPUModel != m.CPUModel:
-		return fmt.Errorf("%w: %s was made on %s (%s, kernel %s), this is %s (%s, kernel %s); start a new ledger",
-			ErrMismatch, path, h.Machine.Hostname, h.Machine.Shape, h.Machine.Kernel, m.Hostname, m.Shape, m.Kernel)
+// readLine reads one line with its newline, or up to the end of the input;
+// a line longer than MaxLine is an error naming the cap, read no further.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var long []byte
+	for {
+		b, err := br.ReadSlice('\n')
+		if long = append(long, b...); len(long) > MaxLine {
+			return nil, fmt.Errorf("line longer than the %d-byte limit", MaxLine)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return long, err
+		}
 	}
-	return nil
 }

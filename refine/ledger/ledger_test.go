@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -11,7 +10,9 @@ import (
 )
 
 func header() Header {
-	return Header{Profile: "p.toml", ProfileHash: "abc", Machine: Machine{Hostname: "h", Shape: "2cpu-2c-smt1", Kernel: "6.18"}, Seed: 7}
+	return Header{Profile: "p.toml", ProfileHash: "abc", Machine: Machine{Hostname: "h", Shape: "2cpu-2c-smt1", Kernel: "6.18"}, Seed: 7,
+		Target: "pid 42 (redis)", Bench: []string{"./load", "-n", "1"}, Adapter: "jsonl", Backend: "cfs",
+		Tools: map[string]string{"temper-train": "v1", "go": "go1.26"}}
 }
 
 // TestRoundTrip writes every record kind and reads them back, with the
@@ -113,21 +114,6 @@ func TestBad(t *testing.T) {
 				t.Fatalf("err %v, want %q", err, tc.want)
 			}
 		})
-	}
-}
-
-func TestCheck(t *testing.T) {
-	l := &Ledger{Header: header()}
-	if err := l.Check("l", "abc", header().Machine); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Check("l", "other", header().Machine); !errors.Is(err, ErrMismatch) || !strings.Contains(err.Error(), "profile p.toml") {
-		t.Errorf("other profile: %v", err)
-	}
-	m := header().Machine
-	m.Hostname = "elsewhere"
-	if err := l.Check("l", "abc", m); !errors.Is(err, ErrMismatch) || strings.Contains(err.Error(), "\n") {
-		t.Errorf("other machine: %v", err)
 	}
 }
 

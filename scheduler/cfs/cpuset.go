@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"temper.codes/temper-train/internal/mountinfo"
 	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/machine"
 )
@@ -175,4 +176,58 @@ func restoreCpusets(cs []Cpuset, note func(string)) ([]Cpuset, error) {
 		}
 	}
 	return failed, errors.Join(errs...)
+}
+
+// ErrNotCpusetPath is wrapped when a state file names a cgroup that does not
+// lie in a cpuset hierarchy: a damaged or hostile state file must not make a
+// revert write into some other file.
+var ErrNotCpusetPath = errors.New("not a cgroup in a cpuset hierarchy")
+
+// checkCpusetPaths checks, before anything is written, that every path in cs
+// is an absolute, clean directory path whose mount (the longest mount point
+// containing it, after symbolic links) is a cgroup v1 hierarchy with the
+// cpuset controller or a cgroup v2 hierarchy offering it.
+func checkCpusetPaths(cs []Cpuset, mounts []mountinfo.Mount) error {
+	for _, c := range cs {
+		p := c.Path
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			return fmt.Errorf("cgroup %q: %w (not an absolute, clean path)", p, ErrNotCpusetPath)
+		}
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		m, ok := mountOf(p, mounts)
+		switch {
+		case !ok:
+			return fmt.Errorf("cgroup %s: %w (no mount holds it)", c.Path, ErrNotCpusetPath)
+		case m.FSType == "cgroup" && slices.Contains(m.SuperOptions, "cpuset"):
+		case m.FSType == "cgroup2" && hasController(m.MountPoint, "cpuset"):
+		default:
+			return fmt.Errorf("cgroup %s: %w (it is on %s mounted at %s)", c.Path, ErrNotCpusetPath, m.FSType, m.MountPoint)
+		}
+	}
+	return nil
+}
+
+// mountOf returns the mount whose mount point is the longest prefix of p.
+func mountOf(p string, mounts []mountinfo.Mount) (mountinfo.Mount, bool) {
+	var best mountinfo.Mount
+	found := false
+	for _, m := range mounts {
+		mp := m.MountPoint
+		if p != mp && !strings.HasPrefix(p, strings.TrimSuffix(mp, "/")+"/") {
+			continue
+		}
+		if !found || len(mp) >= len(best.MountPoint) { // later mounts hide earlier ones
+			best, found = m, true
+		}
+	}
+	return best, found
+}
+
+// hasController reports whether the cgroup v2 hierarchy at root offers the
+// controller.
+func hasController(root, controller string) bool {
+	b, err := os.ReadFile(filepath.Join(root, "cgroup.controllers"))
+	return err == nil && slices.Contains(strings.Fields(string(b)), controller)
 }

@@ -10,6 +10,8 @@ import (
 	"slices"
 
 	"temper.codes/temper-train/internal/atomicfile"
+	"temper.codes/temper-train/internal/bounded"
+	"temper.codes/temper-train/internal/mountinfo"
 	"temper.codes/temper-train/internal/procfs"
 )
 
@@ -88,9 +90,13 @@ func writeStateFile(path string, st *State) error {
 	return nil
 }
 
+// maxStateBytes caps a state file: one record per changed thread is well
+// under a KiB.
+const maxStateBytes = 64 << 20
+
 // ReadState reads and checks a state file.
 func ReadState(path string) (*State, error) {
-	b, err := os.ReadFile(path)
+	b, err := bounded.ReadFile(path, maxStateBytes)
 	if err != nil {
 		return nil, fmt.Errorf("state file: %w", err)
 	}
@@ -134,7 +140,9 @@ var ErrOwnerRunning = errors.New("the apply that wrote it is still running")
 // are not touched (each reported through note), failures are joined and do
 // not stop the others. The file is removed when everything is back, and
 // rewritten with the threads that failed otherwise. A state file whose
-// apply process still runs is refused with ErrOwnerRunning.
+// apply process still runs is refused with ErrOwnerRunning, and one naming a
+// cgroup outside every cpuset hierarchy with ErrNotCpusetPath, in both cases
+// before anything is written.
 func RevertFile(path string, note func(string)) error {
 	if note == nil {
 		note = func(string) {}
@@ -145,6 +153,15 @@ func RevertFile(path string, note func(string)) error {
 	}
 	if running(st.Pid, st.PidStart) {
 		return fmt.Errorf("state file %s: %w (pid %d): stop it with Ctrl-C or kill -TERM %d and it reverts by itself", path, ErrOwnerRunning, st.Pid, st.Pid)
+	}
+	if len(st.Cpusets) > 0 {
+		mounts, err := mountinfo.Read()
+		if err != nil {
+			return fmt.Errorf("state file %s: %w", path, err)
+		}
+		if err := checkCpusetPaths(st.Cpusets, mounts); err != nil {
+			return fmt.Errorf("state file %s: %w; nothing was reverted", path, err)
+		}
 	}
 	var errs []error
 	var left []Record
