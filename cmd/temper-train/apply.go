@@ -7,16 +7,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"temper.codes/temper-train/internal/table"
-	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/pipeline"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
@@ -146,22 +142,14 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 		}
 		return err
 	}
-	topo, err := machine.ReadTopology("/")
-	if err != nil {
-		return fmt.Errorf("CPU topology: %w", err)
-	}
-	if prof, err = lintForApply(prof, profilePath, backend.Name(), topo, tgt, f.demote, stderr); err != nil {
-		return err
-	}
-	plan, err := scheduler.NewPlan(prof, topo, scheduler.ThreadsOf(tgt.Refresh))
-	if err != nil {
-		return fmt.Errorf("%s: %w", profilePath, err)
-	}
-
-	// A signal (ctx) stops the session, which reads the closing stats and
-	// then reverts.
-	sess, err := scheduler.Start(ctx, backend, plan, scheduler.Options{For: f.forDur})
-	if err != nil {
+	sess, err := pipeline.Apply(ctx, tgt, profilePath, prof, pipeline.ApplyOptions{Backend: backend, For: f.forDur, Demote: f.demote,
+		Warn: func(fd profiles.Finding) { fmt.Fprintf(stderr, "%s: %s\n", profilePath, lintFinding(fd)) },
+		Note: func(msg string) { fmt.Fprintf(stderr, "%s: %s\n", profilePath, msg) }})
+	var refused *pipeline.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return errors.New(refused.Format(lintFinding))
+	case err != nil:
 		return flatErr(stateFlagError(err, f.state))
 	}
 	defer sess.Stop()
@@ -181,13 +169,23 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	if len(tgt.Tgids) == 1 {
 		procs = "process"
 	}
-	if !f.quiet {
+	prof = sess.Plan().Profile
+	every := applyReport
+	if f.quiet {
+		every = 0
+	} else {
 		fmt.Fprintf(stderr, "applied profile %s with backend %s to %s (%d %s) %s%s\n", prof.ID, backend.Name(), tgt.Description, len(tgt.Tgids), procs, until, state)
 	}
 
-	waitStopped(sess, stderr, f.quiet)
+	sess.Wait(every, func(stats []scheduler.GroupStats, elapsed time.Duration) {
+		fmt.Fprintf(stderr, "%.0fs applied:\n", elapsed.Seconds())
+		scheduler.WriteStats(stderr, stats, elapsed)
+	})
 	sum := sess.Stop()
-	reason := stopReason(sum.Reason, f.forDur)
+	reason := sum.Reason.String()
+	if sum.Reason == scheduler.Elapsed {
+		reason = "--for " + f.forDur.String() + " passed"
+	}
 
 	var errs []error
 	if sum.Err != nil {
@@ -204,7 +202,7 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 		errs = append(errs, fmt.Errorf("stats: %w", sum.StatsErr))
 	}
 	if f.statsJSON != "" && sum.StatsErr == nil {
-		if err := scheduler.NewReport(plan, backend.Name(), tgt.Description, reason, sum).Write(f.statsJSON); err != nil {
+		if err := scheduler.NewReport(sess.Plan(), backend.Name(), tgt.Description, reason, sum).Write(f.statsJSON); err != nil {
 			errs = append(errs, fmt.Errorf("--stats-json: %w", err))
 		}
 	}
@@ -219,43 +217,12 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	}
 	if sum.StatsErr == nil {
 		fmt.Fprintln(stdout)
-		printApplyStats(stdout, sum.Stats, sum.Elapsed)
+		scheduler.WriteStats(stdout, sum.Stats, sum.Elapsed)
 	}
 	if len(errs) > 0 {
 		return flatErr(errors.Join(errs...))
 	}
 	return nil
-}
-
-// waitStopped waits for the session to stop on its own, printing its stats
-// table every applyReport unless quiet.
-func waitStopped(sess *scheduler.Session, w io.Writer, quiet bool) {
-	if quiet {
-		<-sess.Done()
-		return
-	}
-	r := time.NewTicker(applyReport)
-	defer r.Stop()
-	for {
-		select {
-		case <-sess.Done():
-			return
-		case <-r.C:
-			if stats, err := sess.Stats(); err == nil {
-				elapsed := time.Since(sess.Began())
-				fmt.Fprintf(w, "%.0fs applied:\n", elapsed.Seconds())
-				printApplyStats(w, stats, elapsed)
-			}
-		}
-	}
-}
-
-// stopReason says in apply's words why the session stopped.
-func stopReason(r scheduler.StopReason, forDur time.Duration) string {
-	if r == scheduler.Elapsed {
-		return "--for " + forDur.String() + " passed"
-	}
-	return r.String()
 }
 
 // chooseBackend returns the backend --backend names (pipeline.ChooseBackend)
@@ -281,97 +248,6 @@ func chooseBackend(name string, opts cfs.Options, w io.Writer) (scheduler.Backen
 	return c.Backend, nil
 }
 
-// lintForApply lints the profile for the backend and this machine (and,
-// for a pod, its CPU request). Warnings are printed; an error stops apply
-// before anything changes. With demote, exclusive groups too big for the
-// machine are given latency treatment (profiles.Demote) and the profile to
-// apply is the demoted one.
-func lintForApply(p *profiles.Profile, path, backend string, topo *machine.Topology, tgt *target.Target, demote bool, w io.Writer) (*profiles.Profile, error) {
-	shape, err := machine.ShapeOf(topo)
-	if err != nil {
-		return nil, fmt.Errorf("machine shape: %w", err)
-	}
-	opt := profiles.LintOptions{Backend: backend, Shape: &shape, Demote: demote}
-	if tgt.Pod != nil {
-		for _, c := range tgt.Pod.Containers {
-			opt.RequestMillicores += int(c.CPURequestMilli)
-		}
-	}
-	var errs []profiles.Finding
-	for _, f := range profiles.Lint(p, opt) {
-		if f.Severity == profiles.Error {
-			errs = append(errs, f)
-			continue
-		}
-		fmt.Fprintf(w, "%s: %s\n", path, f)
-	}
-	switch len(errs) {
-	case 0:
-	case 1:
-		return nil, fmt.Errorf("%s: %s; nothing was changed", path, errs[0])
-	default:
-		return nil, fmt.Errorf("%s: %s (and %d more lint errors); nothing was changed", path, errs[0], len(errs)-1)
-	}
-	if !demote {
-		return p, nil
-	}
-	q, notes := profiles.Demote(p, shape)
-	for _, n := range notes {
-		fmt.Fprintf(w, "%s: %s\n", path, n)
-	}
-	return q, nil
-}
-
-// printApplyStats prints one row per group and, below the table, what the
-// backend could not do or measure, each note once.
-func printApplyStats(w io.Writer, stats []scheduler.GroupStats, elapsed time.Duration) {
-	t := table.New(table.Column{Name: "GROUP", Left: true}, table.Column{Name: "TREATMENT", Left: true}, table.Column{Name: "THREADS"},
-		table.Column{Name: "CPU s"}, table.Column{Name: "CPUS"}, table.Column{Name: "DISPATCHES"}, table.Column{Name: "PREEMPTIONS"},
-		table.Column{Name: "SIBLING-BUSY"})
-	type note struct {
-		text   string
-		groups []string
-	}
-	var notes []note
-	add := func(text, group string) {
-		i := slices.IndexFunc(notes, func(n note) bool { return n.text == text })
-		if i < 0 {
-			notes = append(notes, note{text: text})
-			i = len(notes) - 1
-		}
-		notes[i].groups = append(notes[i].groups, group)
-	}
-	for _, s := range stats {
-		for _, n := range s.Notes {
-			add(n, s.Group)
-		}
-		for _, m := range s.Missing {
-			add(m.String(), s.Group)
-		}
-		count := func(c scheduler.Counter, v uint64) string {
-			if !s.Measures(c) {
-				return "-"
-			}
-			return fmt.Sprint(v)
-		}
-		cpus := 0.0
-		if elapsed > 0 {
-			cpus = float64(s.RuntimeNs) / float64(elapsed.Nanoseconds())
-		}
-		t.Row(s.Group, string(s.Treatment), fmt.Sprint(s.Threads), fmt.Sprintf("%.2f", float64(s.RuntimeNs)/1e9),
-			fmt.Sprintf("%.2f", cpus), count(scheduler.Dispatches, s.Dispatches), count(scheduler.Preemptions, s.Preemptions),
-			count(scheduler.SiblingBusy, s.SiblingBusy))
-	}
-	t.Write(w, false)
-	for _, n := range notes {
-		who := strings.Join(n.groups, ", ")
-		if len(n.groups) == len(stats) {
-			who = "all groups"
-		}
-		fmt.Fprintf(w, "  %s: %s\n", who, n.text)
-	}
-}
-
 // runRevert restores what killed applies left changed, from their state
 // files: the one given, or every one in the default directory whose apply
 // no longer runs.
@@ -384,38 +260,26 @@ func runRevert(cmd *cobra.Command, f applyFlags, a []string) error {
 		return usageError{fmt.Errorf("--revert takes at most one state file, got %d", len(a))}
 	}
 	note := func(msg string) { fmt.Fprintf(stderr, "note: %s\n", msg) }
-	files := a
-	if len(a) == 0 {
-		var err error
-		files, err = filepath.Glob(filepath.Join(cfs.DefaultStateDir, "apply-*.json"))
-		if err != nil {
-			return err
+	if len(a) == 1 {
+		if err := cfs.RevertFile(a[0], note); err != nil {
+			return flatErr(err)
 		}
-		if len(files) == 0 {
-			fmt.Fprintf(stdout, "nothing to revert: no state files in %s\n", cfs.DefaultStateDir)
-			return nil
-		}
+		fmt.Fprintf(stdout, "reverted  %s\n", a[0])
+		return nil
 	}
-	var errs []error
-	for _, path := range files {
-		err := cfs.RevertFile(path, note)
-		switch {
-		case err == nil:
-			fmt.Fprintf(stdout, "reverted  %s\n", path)
-		case len(a) == 0 && errors.Is(err, cfs.ErrOwnerRunning):
-			note(err.Error())
-		default:
-			errs = append(errs, err)
-		}
+	done, err := cfs.RevertStale(cfs.DefaultStateDir, note)
+	for _, path := range done {
+		fmt.Fprintf(stdout, "reverted  %s\n", path)
 	}
-	if len(errs) > 0 {
-		return flatErr(errors.Join(errs...))
+	switch {
+	case errors.Is(err, cfs.ErrNoState):
+		fmt.Fprintf(stdout, "nothing to revert: no state files in %s\n", cfs.DefaultStateDir)
+	case err != nil:
+		return flatErr(err)
 	}
 	return nil
 }
 
-// flatErr puts a multi-line error (errors.Join) on one line, keeping a
-// one-line error as it is.
 // stateFlagError adds to an error of the CFS backend about its state file
 // how to fix it with this command's flags (the backend names none).
 func stateFlagError(err error, state string) error {
@@ -431,6 +295,8 @@ func stateFlagError(err error, state string) error {
 	return err
 }
 
+// flatErr puts a multi-line error (errors.Join) on one line, keeping a
+// one-line error as it is.
 func flatErr(err error) error {
 	if !strings.Contains(err.Error(), "\n") {
 		return err
