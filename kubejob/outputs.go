@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"temper.codes/temper-train/internal/atomicfile"
 )
 
 // Annotations of the run's ConfigMap.
@@ -64,7 +67,8 @@ var ErrTooLarge = errors.New("outputs too large for a ConfigMap")
 // Pack puts outputs into a ConfigMap's data within limit bytes. Outputs
 // are taken in order; a required one that does not fit is an error, an
 // optional one that does not fit is left out whole (never cut) and the
-// note says so. Nothing is ever truncated.
+// note says so (a shorter run makes smaller outputs: a command says which
+// of its options gives one). Nothing is ever truncated.
 func Pack(outs []Output, limit int) (data map[string]string, binary map[string][]byte, paths map[string]string, note string, err error) {
 	data, binary, paths = map[string]string{}, map[string][]byte{}, map[string]string{}
 	used := 0
@@ -100,7 +104,7 @@ func Pack(outs []Output, limit int) (data map[string]string, binary map[string][
 		paths[o.Key] = o.Path
 	}
 	if len(left) > 0 {
-		note = fmt.Sprintf("left out %s: a ConfigMap holds at most %s and the outputs above took %s; they were not cut, and the pod's copy is gone with it (shorten --duration to make them smaller)",
+		note = fmt.Sprintf("left out %s: a ConfigMap holds at most %s and the outputs above took %s; they were not cut, and the pod's copy is gone with it",
 			strings.Join(left, ", "), size(limit), size(used))
 	}
 	return data, binary, paths, note, nil
@@ -172,6 +176,31 @@ func Outputs(cm *corev1.ConfigMap) ([]Output, error) {
 		}
 	}
 	return outs, nil
+}
+
+// WriteOutputs writes each output to its Path under dir, each file whole
+// or not at all (atomicfile), creating directories as needed; a Path that
+// would leave dir is an error. It returns the paths written, in the order
+// of outs; on an error, those written before it.
+func WriteOutputs(dir string, outs []Output) ([]string, error) {
+	var written []string
+	for _, o := range outs {
+		if !filepath.IsLocal(o.Path) {
+			return written, fmt.Errorf("output %s: path %q is outside the output directory", o.Key, o.Path)
+		}
+		path := filepath.Join(dir, o.Path)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return written, err
+		}
+		if err := atomicfile.Write(path, 0o644, func(w io.Writer) error {
+			_, err := w.Write(o.Data)
+			return err
+		}); err != nil {
+			return written, err
+		}
+		written = append(written, path)
+	}
+	return written, nil
 }
 
 // Collect gathers a finished stage's outputs from its output directory,

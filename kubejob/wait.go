@@ -141,7 +141,7 @@ func (c *Client) outcome(ctx context.Context, job *batchv1.Job) (bool, error) {
 			return true, nil
 		case batchv1.JobFailed, batchv1.JobFailureTarget:
 			if cond.Reason == batchv1.JobReasonDeadlineExceeded {
-				return true, newError(ErrDeadline, "job %s/%s ran past its deadline of %s (activeDeadlineSeconds) and was stopped: give a longer --deadline",
+				return true, newError(ErrDeadline, "job %s/%s ran past its deadline of %s (activeDeadlineSeconds) and was stopped",
 					job.Namespace, job.Name, time.Duration(*job.Spec.ActiveDeadlineSeconds)*time.Second)
 			}
 			return true, newError(ErrFailed, "job %s/%s failed (%s: %s)", job.Namespace, job.Name, cond.Reason, firstLine(cond.Message))

@@ -42,7 +42,7 @@ func TestWait(t *testing.T) {
 			end: func(t *testing.T, o *Objects, _ *corev1.Pod) {
 				api.SetJobStatus(t, o.Job.Namespace, o.Job.Name, kubetest.JobDeadline)
 			},
-			errIs: ErrDeadline, errHas: "ran past its deadline of 1m0s (activeDeadlineSeconds) and was stopped: give a longer --deadline"},
+			errIs: ErrDeadline, errHas: "ran past its deadline of 1m0s (activeDeadlineSeconds) and was stopped"},
 		{name: "pod deleted",
 			end: func(t *testing.T, _ *Objects, pod *corev1.Pod) {
 				if err := api.Client.CoreV1().Pods(pod.Namespace).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64(0))}); err != nil {

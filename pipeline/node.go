@@ -17,14 +17,19 @@ import (
 // what that run left applied is reverted (its CFS state file) and its
 // spinners and their cgroups are gone; note hears what was reverted. The
 // caller releases the lease when everything it applied is reverted. A held
-// lease is an error wrapping lease.ErrHeld that names the owner.
-func TakeNode(ctx context.Context, wait time.Duration, note func(string)) (*lease.Lease, error) {
+// lease is an error wrapping lease.ErrHeld that names the owner. stateFile
+// is where this run's CFS backend keeps its state ("": the default for
+// this process), recorded for whoever finds the lease stale.
+func TakeNode(ctx context.Context, wait time.Duration, stateFile string, note func(string)) (*lease.Lease, error) {
 	if note == nil {
 		note = func(string) {}
 	}
+	if stateFile == "" {
+		stateFile = cfs.StatePath(cfs.DefaultStateDir, os.Getpid())
+	}
 	return lease.Acquire(ctx, cfs.DefaultStateDir, lease.Options{
 		Wait:      wait,
-		StateFile: cfs.StatePath(cfs.DefaultStateDir, os.Getpid()),
+		StateFile: stateFile,
 		OnStale: func(o lease.Owner) error {
 			if o.StateFile != "" {
 				if _, err := os.Stat(o.StateFile); err == nil {

@@ -39,10 +39,49 @@ type Finding struct {
 	// Backend is set when the finding holds for one backend only.
 	Backend string
 	Message string
+	// Option is the LintOptions setting that resolves the finding, or
+	// that made it what it is; Hint says so, %s standing for the option's
+	// name. Both are empty when no option is involved.
+	Option Option
+	Hint   string
 }
 
-// String formats f as one line: `error: group "x": field: message`.
+// Option is a setting of LintOptions a finding points to. A program that
+// takes the setting under a name of its own (a command-line flag) names it
+// that way with Format.
+type Option int
+
+// Options a finding can point to.
+const (
+	// OptionRequest is LintOptions.RequestMillicores.
+	OptionRequest Option = iota + 1
+	// OptionShape is LintOptions.Shape.
+	OptionShape
+	// OptionDemote is LintOptions.Demote, which reports what Demote does.
+	OptionDemote
+)
+
+func (o Option) String() string {
+	switch o {
+	case OptionRequest:
+		return "LintOptions.RequestMillicores"
+	case OptionShape:
+		return "LintOptions.Shape"
+	case OptionDemote:
+		return "LintOptions.Demote"
+	}
+	return fmt.Sprintf("option(%d)", int(o))
+}
+
+// String formats f as one line: `error: group "x": field: message (hint)`,
+// naming the option by its LintOptions field.
 func (f Finding) String() string {
+	return f.Format(Option.String)
+}
+
+// Format formats f as String does, with name(f.Option) as the option's
+// name in the hint.
+func (f Finding) Format(name func(Option) string) string {
 	var b strings.Builder
 	b.WriteString(f.Severity.String())
 	b.WriteString(": ")
@@ -57,6 +96,11 @@ func (f Finding) String() string {
 		fmt.Fprintf(&b, "[%s] ", f.Backend)
 	}
 	b.WriteString(f.Message)
+	if f.Hint != "" {
+		b.WriteString(" (")
+		b.WriteString(strings.ReplaceAll(f.Hint, "%s", name(f.Option)))
+		b.WriteString(")")
+	}
 	return b.String()
 }
 

@@ -68,6 +68,11 @@ func (l *linter) warnf(group int, field, format string, args ...any) {
 	l.add(Warning, group, field, format, args...)
 }
 
+// hint sets the last finding's Option and Hint.
+func (l *linter) hint(o Option, hint string) {
+	l.fs[len(l.fs)-1].Option, l.fs[len(l.fs)-1].Hint = o, hint
+}
+
 func (l *linter) run() {
 	p := l.p
 	if p == nil {

@@ -89,7 +89,8 @@ func (l *linter) exclusive(i, cores int, fits bool, left int) {
 	case g.CPUFraction == 0:
 		l.warnf(i, "cpu_fraction", "not set: exclusive_cores = %d cannot be checked against the pod's request", n)
 	case l.request <= 0:
-		l.warnf(i, "exclusive_cores", "cannot check against cpu_fraction: no CPU request (set traits.cpu_request_millicores or --request)")
+		l.warnf(i, "exclusive_cores", "cannot check against cpu_fraction: no CPU request")
+		l.hint(OptionRequest, "set traits.cpu_request_millicores or %s")
 	case g.CPUFraction > 0 && g.CPUFraction <= 1:
 		if want := ExclusiveCoresFor(g.CPUFraction, l.request); want != n {
 			l.errorf(i, "exclusive_cores", "%d, but %s; write exclusive_cores = %d or change cpu_fraction", n, sizing(g.CPUFraction, l.request), want)
@@ -104,7 +105,8 @@ func (l *linter) exclusive(i, cores int, fits bool, left int) {
 	}
 	switch {
 	case cores == 0:
-		l.warnf(i, "exclusive_cores", "cannot check that %d whole cores fit: the machine's core count is unknown (set machine_shape.cores, or lint with --shape)", n)
+		l.warnf(i, "exclusive_cores", "cannot check that %d whole cores fit: the machine's core count is unknown", n)
+		l.hint(OptionShape, "set machine_shape.cores, or lint with %s")
 	case fits:
 	case n > cores-1:
 		l.tooBig(i, "needs %d whole cores but a %d-core machine can give at most %d (one core stays shared for everything else); no profile can manufacture a core", n, cores, cores-1)
@@ -113,16 +115,18 @@ func (l *linter) exclusive(i, cores int, fits bool, left int) {
 	}
 }
 
-// tooBig reports an exclusive group that does not fit: an error (apply
-// refuses the profile), or with LintOptions.Demote a warning that it will
-// be demoted, which is what apply --demote does (Demote).
+// tooBig reports an exclusive group that does not fit: an error (the
+// profile cannot be applied as it is), or with LintOptions.Demote a
+// warning that it will be demoted, which is what Demote does.
 func (l *linter) tooBig(i int, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if l.opt.Demote {
-		l.warnf(i, "exclusive_cores", "%s: it will be demoted to latency treatment (apply --demote)", msg)
+		l.warnf(i, "exclusive_cores", "%s: it will be demoted to latency treatment", msg)
+		l.hint(OptionDemote, "%s")
 		return
 	}
-	l.errorf(i, "exclusive_cores", "%s: apply refuses it (apply --demote gives the group latency treatment instead)", msg)
+	l.errorf(i, "exclusive_cores", "%s: apply refuses it", msg)
+	l.hint(OptionDemote, "%s gives the group latency treatment instead")
 }
 
 // totalHot checks the exclusive groups together against the workload's hot

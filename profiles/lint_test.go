@@ -348,6 +348,60 @@ func TestFindingString(t *testing.T) {
 	}
 }
 
+// TestFindingOption: the findings an option resolves say which, in the
+// library's words by default and in a command's words through Format.
+func TestFindingOption(t *testing.T) {
+	flag := func(o Option) string {
+		return map[Option]string{OptionRequest: "--request", OptionShape: "--shape", OptionDemote: "apply --demote"}[o]
+	}
+	noRequest := func(p *Profile) { p.Traits.CPURequestMillicores = 0 }
+	noCores := func(p *Profile) { p.MachineShape = Shape{LogicalCPUs: 8} }
+	small := &Shape{LogicalCPUs: 4, Cores: 2, ThreadsPerCore: 2}
+	cases := []struct {
+		name   string
+		change func(*Profile)
+		opt    LintOptions
+		option Option
+		lib    string // the end of String()
+		cmd    string // the end of Format(flag)
+	}{
+		{"no request", noRequest, LintOptions{}, OptionRequest,
+			"no CPU request (set traits.cpu_request_millicores or LintOptions.RequestMillicores)",
+			"no CPU request (set traits.cpu_request_millicores or --request)"},
+		{"no cores", noCores, LintOptions{}, OptionShape,
+			"core count is unknown (set machine_shape.cores, or lint with LintOptions.Shape)",
+			"core count is unknown (set machine_shape.cores, or lint with --shape)"},
+		{"too big", func(*Profile) {}, LintOptions{Shape: small}, OptionDemote,
+			"apply refuses it (LintOptions.Demote gives the group latency treatment instead)",
+			"apply refuses it (apply --demote gives the group latency treatment instead)"},
+		{"demoted", func(*Profile) {}, LintOptions{Shape: small, Demote: true}, OptionDemote,
+			"it will be demoted to latency treatment (LintOptions.Demote)",
+			"it will be demoted to latency treatment (apply --demote)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p := base()
+			c.change(p)
+			var found bool
+			for _, f := range Lint(p, c.opt) {
+				if f.Option != c.option {
+					continue
+				}
+				found = true
+				if !strings.HasSuffix(f.String(), c.lib) {
+					t.Errorf("String() = %q, want it to end %q", f.String(), c.lib)
+				}
+				if got := f.Format(flag); !strings.HasSuffix(got, c.cmd) {
+					t.Errorf("Format = %q, want it to end %q", got, c.cmd)
+				}
+			}
+			if !found {
+				t.Errorf("no finding with option %v", c.option)
+			}
+		})
+	}
+}
+
 // TestCoreBudget: whole cores in group order, one core kept shared, a
 // group that does not fit takes nothing and a later smaller one may fit.
 func TestCoreBudget(t *testing.T) {

@@ -195,3 +195,40 @@ func TestStartApplyError(t *testing.T) {
 		t.Error("backend context live after a failed Start")
 	}
 }
+
+// TestSessionWait: Wait reports the stats every interval while the session
+// runs and returns once it stopped on its own; interval 0 reports nothing.
+func TestSessionWait(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		interval time.Duration
+		reports  bool
+	}{{"reports", 10 * time.Millisecond, true}, {"quiet", 0, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			var n atomic.Int32
+			n.Store(2)
+			s, err := Start(context.Background(), &recorder{}, Plan{Threads: threads(&n)}, Options{For: 200 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got int
+			s.Wait(c.interval, func(stats []GroupStats, elapsed time.Duration) {
+				got++
+				if len(stats) != 1 || elapsed <= 0 {
+					t.Errorf("report %v after %v", stats, elapsed)
+				}
+			})
+			select {
+			case <-s.Done():
+			default:
+				t.Fatal("Wait returned before the session stopped")
+			}
+			if (got > 0) != c.reports {
+				t.Errorf("%d reports, want reports %v", got, c.reports)
+			}
+			if r := s.Stop().Reason; r != Elapsed {
+				t.Errorf("reason %v, want %v", r, Elapsed)
+			}
+		})
+	}
+}

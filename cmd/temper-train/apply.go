@@ -7,21 +7,18 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"temper.codes/temper-train/internal/table"
-	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/pipeline"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine/background"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
+	"temper.codes/temper-train/scheduler/lease"
 	"temper.codes/temper-train/target"
 )
 
@@ -35,6 +32,7 @@ type applyFlags struct {
 	quiet     bool
 	revert    bool
 	demote    bool
+	waitLock  time.Duration
 }
 
 // Backend choices of --backend.
@@ -109,6 +107,7 @@ Needs root (CAP_SYS_NICE for cfs; CAP_BPF and CAP_SYS_ADMIN for sched_ext).`,
 	fl.StringVar(&f.statsJSON, "stats-json", "", "write the closing per-group stats and each thread's group to this JSON file")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress messages or periodic stats")
 	fl.BoolVar(&f.revert, "revert", false, "restore the threads a killed apply left changed, from its state file")
+	fl.DurationVar(&f.waitLock, "wait-lock", 0, "wait up to this long for another run that owns this node's scheduling state (0: refuse at once)")
 	fl.BoolVar(&f.demote, "demote", false, "give an exclusive group too big for this machine latency treatment instead of refusing the profile")
 	return cmd
 }
@@ -140,6 +139,11 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	node, err := takeNode(ctx, f.waitLock, f.state, stderr)
+	if err != nil {
+		return err
+	}
+	defer node.Release()
 	tgt, err := target.Resolve(ctx, f.spec())
 	if err != nil {
 		if errors.Is(err, target.ErrInvalidSpec) {
@@ -147,22 +151,14 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 		}
 		return err
 	}
-	topo, err := machine.ReadTopology("/")
-	if err != nil {
-		return fmt.Errorf("CPU topology: %w", err)
-	}
-	if prof, err = lintForApply(prof, profilePath, backend.Name(), topo, tgt, f.demote, stderr); err != nil {
-		return err
-	}
-	plan, err := scheduler.NewPlan(prof, topo, scheduler.ThreadsOf(tgt.Refresh))
-	if err != nil {
-		return fmt.Errorf("%s: %w", profilePath, err)
-	}
-
-	// A signal (ctx) stops the session, which reads the closing stats and
-	// then reverts.
-	sess, err := scheduler.Start(ctx, backend, plan, scheduler.Options{For: f.forDur})
-	if err != nil {
+	sess, err := pipeline.Apply(ctx, tgt, profilePath, prof, pipeline.ApplyOptions{Backend: backend, For: f.forDur, Demote: f.demote,
+		Warn: func(fd profiles.Finding) { fmt.Fprintf(stderr, "%s: %s\n", profilePath, lintFinding(fd)) },
+		Note: func(msg string) { fmt.Fprintf(stderr, "%s: %s\n", profilePath, msg) }})
+	var refused *pipeline.RefusedError
+	switch {
+	case errors.As(err, &refused):
+		return errors.New(refused.Format(lintFinding))
+	case err != nil:
 		return flatErr(stateFlagError(err, f.state))
 	}
 	defer sess.Stop()
@@ -182,13 +178,23 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	if len(tgt.Tgids) == 1 {
 		procs = "process"
 	}
-	if !f.quiet {
+	prof = sess.Plan().Profile
+	every := applyReport
+	if f.quiet {
+		every = 0
+	} else {
 		fmt.Fprintf(stderr, "applied profile %s with backend %s to %s (%d %s) %s%s\n", prof.ID, backend.Name(), tgt.Description, len(tgt.Tgids), procs, until, state)
 	}
 
-	waitStopped(sess, stderr, f.quiet)
+	sess.Wait(every, func(stats []scheduler.GroupStats, elapsed time.Duration) {
+		fmt.Fprintf(stderr, "%.0fs applied:\n", elapsed.Seconds())
+		scheduler.WriteStats(stderr, stats, elapsed)
+	})
 	sum := sess.Stop()
-	reason := stopReason(sum.Reason, f.forDur)
+	reason := sum.Reason.String()
+	if sum.Reason == scheduler.Elapsed {
+		reason = "--for " + f.forDur.String() + " passed"
+	}
 
 	var errs []error
 	if sum.Err != nil {
@@ -205,7 +211,7 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 		errs = append(errs, fmt.Errorf("stats: %w", sum.StatsErr))
 	}
 	if f.statsJSON != "" && sum.StatsErr == nil {
-		if err := scheduler.NewReport(plan, backend.Name(), tgt.Description, reason, sum).Write(f.statsJSON); err != nil {
+		if err := scheduler.NewReport(sess.Plan(), backend.Name(), tgt.Description, reason, sum).Write(f.statsJSON); err != nil {
 			errs = append(errs, fmt.Errorf("--stats-json: %w", err))
 		}
 	}
@@ -220,43 +226,12 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	}
 	if sum.StatsErr == nil {
 		fmt.Fprintln(stdout)
-		printApplyStats(stdout, sum.Stats, sum.Elapsed)
+		scheduler.WriteStats(stdout, sum.Stats, sum.Elapsed)
 	}
 	if len(errs) > 0 {
 		return flatErr(errors.Join(errs...))
 	}
 	return nil
-}
-
-// waitStopped waits for the session to stop on its own, printing its stats
-// table every applyReport unless quiet.
-func waitStopped(sess *scheduler.Session, w io.Writer, quiet bool) {
-	if quiet {
-		<-sess.Done()
-		return
-	}
-	r := time.NewTicker(applyReport)
-	defer r.Stop()
-	for {
-		select {
-		case <-sess.Done():
-			return
-		case <-r.C:
-			if stats, err := sess.Stats(); err == nil {
-				elapsed := time.Since(sess.Began())
-				fmt.Fprintf(w, "%.0fs applied:\n", elapsed.Seconds())
-				printApplyStats(w, stats, elapsed)
-			}
-		}
-	}
-}
-
-// stopReason says in apply's words why the session stopped.
-func stopReason(r scheduler.StopReason, forDur time.Duration) string {
-	if r == scheduler.Elapsed {
-		return "--for " + forDur.String() + " passed"
-	}
-	return r.String()
 }
 
 // chooseBackend returns the backend --backend names (pipeline.ChooseBackend)
@@ -282,97 +257,6 @@ func chooseBackend(name string, opts cfs.Options, w io.Writer) (scheduler.Backen
 	return c.Backend, nil
 }
 
-// lintForApply lints the profile for the backend and this machine (and,
-// for a pod, its CPU request). Warnings are printed; an error stops apply
-// before anything changes. With demote, exclusive groups too big for the
-// machine are given latency treatment (profiles.Demote) and the profile to
-// apply is the demoted one.
-func lintForApply(p *profiles.Profile, path, backend string, topo *machine.Topology, tgt *target.Target, demote bool, w io.Writer) (*profiles.Profile, error) {
-	shape, err := machine.ShapeOf(topo)
-	if err != nil {
-		return nil, fmt.Errorf("machine shape: %w", err)
-	}
-	opt := profiles.LintOptions{Backend: backend, Shape: &shape, Demote: demote}
-	if tgt.Pod != nil {
-		for _, c := range tgt.Pod.Containers {
-			opt.RequestMillicores += int(c.CPURequestMilli)
-		}
-	}
-	var errs []profiles.Finding
-	for _, f := range profiles.Lint(p, opt) {
-		if f.Severity == profiles.Error {
-			errs = append(errs, f)
-			continue
-		}
-		fmt.Fprintf(w, "%s: %s\n", path, f)
-	}
-	switch len(errs) {
-	case 0:
-	case 1:
-		return nil, fmt.Errorf("%s: %s; nothing was changed", path, errs[0])
-	default:
-		return nil, lintErrors(path, errs)
-	}
-	if !demote {
-		return p, nil
-	}
-	q, notes := profiles.Demote(p, shape)
-	for _, n := range notes {
-		fmt.Fprintf(w, "%s: %s\n", path, n)
-	}
-	return q, nil
-}
-
-// printApplyStats prints one row per group and, below the table, what the
-// backend could not do or measure, each note once.
-func printApplyStats(w io.Writer, stats []scheduler.GroupStats, elapsed time.Duration) {
-	t := table.New(table.Column{Name: "GROUP", Left: true}, table.Column{Name: "TREATMENT", Left: true}, table.Column{Name: "THREADS"},
-		table.Column{Name: "CPU s"}, table.Column{Name: "CPUS"}, table.Column{Name: "DISPATCHES"}, table.Column{Name: "PREEMPTIONS"},
-		table.Column{Name: "SIBLING-BUSY"})
-	type note struct {
-		text   string
-		groups []string
-	}
-	var notes []note
-	add := func(text, group string) {
-		i := slices.IndexFunc(notes, func(n note) bool { return n.text == text })
-		if i < 0 {
-			notes = append(notes, note{text: text})
-			i = len(notes) - 1
-		}
-		notes[i].groups = append(notes[i].groups, group)
-	}
-	for _, s := range stats {
-		for _, n := range s.Notes {
-			add(n, s.Group)
-		}
-		for _, m := range s.Missing {
-			add(m.String(), s.Group)
-		}
-		count := func(c scheduler.Counter, v uint64) string {
-			if !s.Measures(c) {
-				return "-"
-			}
-			return fmt.Sprint(v)
-		}
-		cpus := 0.0
-		if elapsed > 0 {
-			cpus = float64(s.RuntimeNs) / float64(elapsed.Nanoseconds())
-		}
-		t.Row(s.Group, string(s.Treatment), fmt.Sprint(s.Threads), fmt.Sprintf("%.2f", float64(s.RuntimeNs)/1e9),
-			fmt.Sprintf("%.2f", cpus), count(scheduler.Dispatches, s.Dispatches), count(scheduler.Preemptions, s.Preemptions),
-			count(scheduler.SiblingBusy, s.SiblingBusy))
-	}
-	t.Write(w, false)
-	for _, n := range notes {
-		who := strings.Join(n.groups, ", ")
-		if len(n.groups) == len(stats) {
-			who = "all groups"
-		}
-		fmt.Fprintf(w, "  %s: %s\n", who, n.text)
-	}
-}
-
 // runRevert restores what killed applies left changed, from their state
 // files: the one given, or every one in the default directory whose apply
 // no longer runs.
@@ -385,59 +269,42 @@ func runRevert(cmd *cobra.Command, f applyFlags, a []string) error {
 		return usageError{fmt.Errorf("--revert takes at most one state file, got %d", len(a))}
 	}
 	note := func(msg string) { fmt.Fprintf(stderr, "note: %s\n", msg) }
-	files := a
-	if len(a) == 0 {
-		var err error
-		files, err = filepath.Glob(filepath.Join(cfs.DefaultStateDir, "apply-*.json"))
-		if err != nil {
-			return err
-		}
-		if len(files) == 0 {
-			fmt.Fprintf(stdout, "nothing to revert: no state files in %s\n", cfs.DefaultStateDir)
-		}
+	// A live run's state is its own: reverting beside it would undo its
+	// cpusets under it. A dead owner's lease is taken over at once: what
+	// it left is what this command reverts next.
+	node, err := lease.Acquire(context.Background(), cfs.DefaultStateDir, lease.Options{Wait: f.waitLock,
+		OnStale: func(lease.Owner) error { return nil }})
+	if errors.Is(err, lease.ErrHeld) {
+		return fmt.Errorf("%w; wait for it with --wait-lock DURATION", err)
 	}
-	var errs []error
-	for _, path := range files {
-		err := cfs.RevertFile(path, note)
-		switch {
-		case err == nil:
-			fmt.Fprintf(stdout, "reverted  %s\n", path)
-		case len(a) == 0 && errors.Is(err, cfs.ErrOwnerRunning):
-			note(err.Error())
-		default:
-			errs = append(errs, err)
+	if err != nil {
+		return err
+	}
+	defer node.Release()
+	if len(a) == 1 {
+		if err := cfs.RevertFile(a[0], note); err != nil {
+			return flatErr(err)
 		}
+		fmt.Fprintf(stdout, "reverted  %s\n", a[0])
+		return nil
+	}
+	done, err := cfs.RevertStale(cfs.DefaultStateDir, note)
+	for _, path := range done {
+		fmt.Fprintf(stdout, "reverted  %s\n", path)
+	}
+	switch {
+	case errors.Is(err, cfs.ErrNoState):
+		fmt.Fprintf(stdout, "nothing to revert: no state files in %s\n", cfs.DefaultStateDir)
+	case err != nil:
+		return flatErr(err)
 	}
 	// The spinner cgroups of runs killed by SIGKILL go too (a live run's stay).
 	if err := background.RemoveLeftovers(); err != nil {
-		errs = append(errs, err)
-	}
-	if len(errs) > 0 {
-		return flatErr(errors.Join(errs...))
+		return flatErr(err)
 	}
 	return nil
 }
 
-// maxListed bounds how many lint errors one refusal lists.
-const maxListed = 20
-
-// lintErrors refuses a profile with several lint errors, listing each on a
-// line of its own (up to maxListed) rather than hiding all but the first.
-func lintErrors(path string, errs []profiles.Finding) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d lint errors; nothing was changed:", path, len(errs))
-	for i, f := range errs {
-		if i == maxListed {
-			fmt.Fprintf(&b, "\n  (and %d more)", len(errs)-maxListed)
-			break
-		}
-		fmt.Fprintf(&b, "\n  %s: %s", path, f)
-	}
-	return errors.New(b.String())
-}
-
-// flatErr puts a multi-line error (errors.Join) on one line, keeping a
-// one-line error as it is.
 // stateFlagError adds to an error of the CFS backend about its state file
 // how to fix it with this command's flags (the backend names none).
 func stateFlagError(err error, state string) error {
@@ -453,6 +320,8 @@ func stateFlagError(err error, state string) error {
 	return err
 }
 
+// flatErr puts a multi-line error (errors.Join) on one line, keeping a
+// one-line error as it is.
 func flatErr(err error) error {
 	if !strings.Contains(err.Error(), "\n") {
 		return err

@@ -1,22 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/rest"
 
-	"temper.codes/temper-train/internal/atomicfile"
 	"temper.codes/temper-train/internal/kube"
 	"temper.codes/temper-train/kubejob"
 )
@@ -178,6 +174,9 @@ func runJob(cmd *cobra.Command, f jobFlags, stage string, stageArgs []string) er
 		return nil
 	}
 	cm, err := client.Wait(ctx, objs, podNS, podName)
+	if errors.Is(err, kubejob.ErrDeadline) {
+		return fmt.Errorf("%w: give a longer --deadline", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -203,26 +202,19 @@ func writeJobOutputs(stdout, stderr io.Writer, dir string, outs []kubejob.Output
 		}
 	}
 	if note != "" {
-		fmt.Fprintf(stderr, "note: %s\n", note)
+		// The note says which outputs were left out: a shorter trace
+		// makes them smaller.
+		fmt.Fprintf(stderr, "note: %s (shorten --duration to make them smaller)\n", note)
 	}
-	for _, o := range outs {
-		path := filepath.Join(dir, o.Path)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		if err := atomicfile.Write(path, 0o644, func(w io.Writer) error {
-			_, err := w.Write(o.Data)
-			return err
-		}); err != nil {
-			return err
-		}
+	paths, err := kubejob.WriteOutputs(dir, outs)
+	for i, path := range paths {
 		what := ""
-		if o.Key == kubejob.KeyProfile {
+		if outs[i].Key == kubejob.KeyProfile {
 			what = " (the profile)"
 		}
 		fmt.Fprintf(stderr, "wrote %s%s\n", path, what)
 	}
-	return nil
+	return err
 }
 
 // newJobExecCmd is what the Job's container runs: the stage, then its
@@ -247,83 +239,29 @@ func newJobExecCmd() *cobra.Command {
 	return cmd
 }
 
-// stderrTail is how much of the stage's stderr a failure publishes.
-const stderrTail = 4 << 10
-
+// runJobExec runs the stage in the Job's pod (the one place the CLI
+// re-enters itself) and publishes its outputs to the run's ConfigMap.
 func runJobExec(cmd *cobra.Command, configMap string, stageArgs []string) error {
 	stage := stageArgs[0]
 	if stage != kubejob.StageObserve && stage != kubejob.StageTrain {
 		return usageError{fmt.Errorf("job exec: stage %q: want observe or train", stage)}
 	}
-	// In the pod the service account is the only credential, and it is
-	// what says this runs in a cluster.
-	cfg, err := rest.InClusterConfig()
-	if err != nil {
-		return fmt.Errorf("job exec runs inside a job's pod, with its service account: %w", err)
-	}
-	src := kube.Source{InCluster: true}
-	ns := kube.InClusterNamespace()
-	if ns == "" {
-		return errors.New("job exec: the service account's namespace file is missing")
-	}
-	client, err := kubejob.NewClient(cfg, src)
+	client, ns, err := kubejob.InCluster()
 	if err != nil {
 		return err
 	}
-	// Fail before the trace if the outputs could not be published.
-	ctx := context.Background()
-	if _, err := client.ConfigMap(ctx, ns, configMap); err != nil {
+	n, err := client.Exec(context.Background(), ns, configMap, stage, kubejob.OutDir, cmd.OutOrStdout(), cmd.ErrOrStderr(),
+		func(stdout, stderr io.Writer) error {
+			root := newRootCmd(stdout, stderr)
+			root.SetArgs(stageArgs)
+			return root.Execute()
+		})
+	if err != nil {
 		return err
 	}
-
-	var stdout bytes.Buffer
-	tail := &tailBuffer{max: stderrTail}
-	stageStdout := io.MultiWriter(cmd.OutOrStdout(), &stdout)
-	stageStderr := io.MultiWriter(cmd.ErrOrStderr(), tail)
-	root := newRootCmd(stageStdout, stageStderr)
-	root.SetArgs(stageArgs)
-	stageErr := root.Execute()
-
-	status := kubejob.StatusSucceeded
-	if stageErr != nil {
-		status = kubejob.StatusFailed
-	}
-	outs, err := kubejob.Collect(stage, kubejob.OutDir, stdout.Bytes(), stageErr, tail.bytes())
-	if err == nil {
-		err = client.Publish(ctx, ns, configMap, status, outs)
-	}
-	if err != nil {
-		// Say why in the ConfigMap too, if it can be written at all.
-		msg := fmt.Sprintf("publishing the outputs of %s failed: %v\n", stage, err)
-		if stageErr != nil {
-			msg = stageErr.Error() + "\n" + msg
-		}
-		_ = client.Publish(ctx, ns, configMap, kubejob.StatusFailed, []kubejob.Output{
-			{Key: kubejob.KeyError, Path: kubejob.KeyError, Data: []byte(msg), Required: true}})
-		return fmt.Errorf("job exec: %w", err)
-	}
-	if stageErr != nil {
-		return fmt.Errorf("%s: %w", stage, stageErr)
-	}
-	fmt.Fprintf(cmd.ErrOrStderr(), "job exec: published %d outputs to configmap %s/%s\n", len(outs), ns, configMap)
+	fmt.Fprintf(cmd.ErrOrStderr(), "job exec: published %d outputs to configmap %s/%s\n", n, ns, configMap)
 	return nil
 }
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) bytes() []byte { return t.b }
 
 // jobFlagError names the flag behind a kubejob.SpecError (the library names
 // the Spec field); other errors pass unchanged.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,5 +25,27 @@ func TestJobFlagError(t *testing.T) {
 		if got := jobFlagError(c.err).Error(); got != c.want {
 			t.Errorf("jobFlagError(%v) = %q, want %q", c.err, got, c.want)
 		}
+	}
+}
+
+// TestWriteJobOutputs: the summary goes to stdout, the note of outputs
+// left out says which flag makes them smaller, and each file written is
+// named, the profile as such.
+func TestWriteJobOutputs(t *testing.T) {
+	dir := t.TempDir()
+	outs := []kubejob.Output{{Key: kubejob.KeyProfile, Path: "profiles/x/any.toml", Data: []byte("id = \"x\"\n")},
+		{Key: kubejob.KeySummary, Path: kubejob.KeySummary, Data: []byte("summary\n")}}
+	var stdout, stderr bytes.Buffer
+	if err := writeJobOutputs(&stdout, &stderr, dir, outs, "left out trace.pftrace.gz (2.0 MiB)"); err != nil {
+		t.Fatal(err)
+	}
+	if got := stdout.String(); got != "summary\n" {
+		t.Errorf("stdout %q, want the summary", got)
+	}
+	want := "note: left out trace.pftrace.gz (2.0 MiB) (shorten --duration to make them smaller)\n" +
+		"wrote " + filepath.Join(dir, "profiles/x/any.toml") + " (the profile)\n" +
+		"wrote " + filepath.Join(dir, kubejob.KeySummary) + "\n"
+	if got := stderr.String(); got != want {
+		t.Errorf("stderr:\n%s\nwant:\n%s", got, want)
 	}
 }

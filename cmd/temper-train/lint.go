@@ -1,16 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"temper.codes/temper-train/profiles"
 )
@@ -145,7 +141,7 @@ func runLint(cmd *cobra.Command, f lintFlags, files []string) error {
 			} else {
 				warns++
 			}
-			if _, err := fmt.Fprintf(out, "%s: %s\n", t.name, x); err != nil {
+			if _, err := fmt.Fprintf(out, "%s: %s\n", t.name, lintFinding(x)); err != nil {
 				return err
 			}
 		}
@@ -185,7 +181,7 @@ func (f lintFlags) options() (profiles.LintOptions, error) {
 		opt.Shape = &s
 	}
 	if f.request != "" {
-		m, err := parseMillicores(f.request)
+		m, err := profiles.ParseMillicores(f.request)
 		if err != nil {
 			return opt, usageError{fmt.Errorf("--request: %w", err)}
 		}
@@ -201,18 +197,24 @@ func (f lintFlags) checkedAgainst() string {
 	return strings.Join(profiles.ShippedBackends(), ", ")
 }
 
-// parseMillicores reads a Kubernetes CPU quantity ("2250m", "2.25", "3") as
-// millicores.
-func parseMillicores(s string) (int, error) {
-	q, err := resource.ParseQuantity(s)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a CPU quantity (e.g. 2250m or 2.25): %w", s, err)
-	}
-	m := q.MilliValue()
-	if m <= 0 || m > 1<<31-1 {
-		return 0, fmt.Errorf("%q: want a positive CPU quantity", s)
-	}
-	return int(m), nil
+// parseMillicores is profiles.ParseMillicores, under the name synthesize.go
+// calls.
+func parseMillicores(s string) (int, error) { return profiles.ParseMillicores(s) }
+
+// lintFinding formats a finding naming the options it points to by the
+// flags that set them.
+func lintFinding(f profiles.Finding) string {
+	return f.Format(func(o profiles.Option) string {
+		switch o {
+		case profiles.OptionRequest:
+			return "--request"
+		case profiles.OptionShape:
+			return "--shape"
+		case profiles.OptionDemote:
+			return "apply --demote"
+		}
+		return o.String()
+	})
 }
 
 // explainPod prints how the pod in --pod-json resolves to a profile.
@@ -220,17 +222,13 @@ func explainPod(out io.Writer, f lintFlags, shape *profiles.Shape) error {
 	if f.podJSON == "" {
 		return usageError{errors.New("--explain needs --pod-json POD.json")}
 	}
-	pod, err := readPod(f.podJSON)
+	pod, err := profiles.ReadPod(f.podJSON)
 	if err != nil {
 		return err
 	}
-	cands := profiles.BuiltinCandidates()
-	if f.dir != "" {
-		files, err := profiles.LoadDir(f.dir)
-		if err != nil {
-			return err
-		}
-		cands = append(cands, files...)
+	cands, err := profiles.Candidates(f.dir)
+	if err != nil {
+		return err
 	}
 	var machine profiles.Shape
 	if shape != nil {
@@ -253,43 +251,6 @@ func explainPod(out io.Writer, f lintFlags, shape *profiles.Shape) error {
 	}
 	_, err = fmt.Fprintf(out, "result: %s from %s\n", ch.Profile.ID, ch.Source)
 	return err
-}
-
-// readPod reads a pod as kubectl get pod -o json prints it.
-func readPod(path string) (profiles.PodInfo, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return profiles.PodInfo{}, err
-	}
-	var pod corev1.Pod
-	if err := json.Unmarshal(data, &pod); err != nil {
-		return profiles.PodInfo{}, fmt.Errorf("%s: not a pod as kubectl get pod -o json prints it: %w", path, jsonErr(data, err))
-	}
-	if pod.Kind != "" && pod.Kind != "Pod" {
-		return profiles.PodInfo{}, fmt.Errorf("%s: kind is %q, want Pod", path, pod.Kind)
-	}
-	info := profiles.PodInfo{Annotations: pod.Annotations}
-	for _, c := range pod.Spec.Containers {
-		info.Images = append(info.Images, c.Image)
-	}
-	return info, nil
-}
-
-// jsonErr adds the line to a JSON syntax or type error.
-func jsonErr(data []byte, err error) error {
-	var off int64
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		off = se.Offset
-	case errors.As(err, &te):
-		off = te.Offset
-	default:
-		return err
-	}
-	line := 1 + strings.Count(string(data[:min(int(off), len(data))]), "\n")
-	return fmt.Errorf("line %d: %w", line, err)
 }
 
 // oneLine keeps an error on one line of output.

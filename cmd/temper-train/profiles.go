@@ -73,10 +73,8 @@ func runProfilesExport(stdout io.Writer, repo, dir string) error {
 		return fmt.Errorf("%s holds no profiles (want ID/SHAPE.toml files)", repo)
 	}
 	for _, c := range cands {
-		for _, fd := range profiles.Lint(c.Profile, profiles.LintOptions{}) {
-			if fd.Severity == profiles.Error {
-				return fmt.Errorf("%s: %s (fix it, or check with temper-train lint %s)", c.Source, fd, c.Source)
-			}
+		if fd, bad := profiles.FirstError(profiles.Lint(c.Profile, profiles.LintOptions{})); bad {
+			return fmt.Errorf("%s: %s (fix it, or check with temper-train lint %s)", c.Source, lintFinding(fd), c.Source)
 		}
 	}
 	entries, remove, err := synthesize.HelmRepo(cands, os.ReadFile)

@@ -266,7 +266,13 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 // takeNode takes the node's lease on its scheduling state for the run (see
 // pipeline.TakeNode); a live owner is an error saying how to wait for it.
 func (f *refineFlags) takeNode(ctx context.Context, stderr io.Writer) (*lease.Lease, error) {
-	l, err := pipeline.TakeNode(ctx, f.waitLock, func(msg string) { fmt.Fprintf(stderr, "note: %s\n", msg) })
+	return takeNode(ctx, f.waitLock, "", stderr)
+}
+
+// takeNode is pipeline.TakeNode with the notes on stderr and the flag that
+// waits for a live owner named.
+func takeNode(ctx context.Context, wait time.Duration, stateFile string, stderr io.Writer) (*lease.Lease, error) {
+	l, err := pipeline.TakeNode(ctx, wait, stateFile, func(msg string) { fmt.Fprintf(stderr, "note: %s\n", msg) })
 	if errors.Is(err, lease.ErrHeld) {
 		return nil, fmt.Errorf("%w; wait for it with --wait-lock DURATION", err)
 	}

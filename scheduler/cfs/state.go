@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"temper.codes/temper-train/internal/atomicfile"
@@ -194,6 +195,42 @@ func RevertFile(path string, note func(string)) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ErrNoState is returned by RevertStale when the directory holds no state
+// file.
+var ErrNoState = errors.New("no state files")
+
+// RevertStale reverts, with RevertFile, every state file in dir (what
+// StatePath names there) whose apply no longer runs: one whose apply still
+// runs is left to it, noted. It returns the files it reverted, in name
+// order; failures are joined and do not stop the others. A dir without
+// state files is ErrNoState.
+func RevertStale(dir string, note func(string)) ([]string, error) {
+	if note == nil {
+		note = func(string) {}
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "apply-*.json"))
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%w in %s", ErrNoState, dir)
+	}
+	var done []string
+	var errs []error
+	for _, path := range files {
+		err := RevertFile(path, note)
+		switch {
+		case err == nil:
+			done = append(done, path)
+		case errors.Is(err, ErrOwnerRunning):
+			note(err.Error())
+		default:
+			errs = append(errs, err)
+		}
+	}
+	return done, errors.Join(errs...)
 }
 
 // running reports whether process pid, started at start, is alive (a

@@ -1,12 +1,15 @@
 package cfs
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"temper.codes/temper-train/internal/testkit"
+	"temper.codes/temper-train/scheduler"
 )
 
 func TestNiceForWeight(t *testing.T) {
@@ -70,5 +73,52 @@ func TestCheckRTBounded(t *testing.T) {
 		if (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
 			t.Errorf("%q: error %v, want %q", c.content, err, c.err)
 		}
+	}
+}
+
+// TestRevertStale: every state file of an apply that no longer runs is
+// reverted (and removed), one whose apply still runs is left and noted,
+// and a directory without state files says so.
+func TestRevertStale(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := RevertStale(dir, nil); !errors.Is(err, ErrNoState) || !strings.Contains(err.Error(), dir) {
+		t.Errorf("empty dir: %v, want ErrNoState naming %s", err, dir)
+	}
+	self, err := scheduler.TaskStartTime(os.Getpid())
+	testkit.Must(t, err)
+	write := func(pid int, start uint64) string {
+		path := StatePath(dir, pid)
+		testkit.Must(t, writeStateFile(path, &State{Version: StateVersion, Backend: Name, Profile: "p", Pid: os.Getpid(), PidStart: start}))
+		return path
+	}
+	stale1, stale2 := write(1, self+1), write(2, self+2)
+	live := write(3, self)
+	testkit.Must(t, os.WriteFile(filepath.Join(dir, "other.json"), []byte("{"), 0o644))
+	notes := &noteLog{}
+	done, err := RevertStale(dir, notes.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(done, []string{stale1, stale2}) {
+		t.Errorf("reverted %v, want %v", done, []string{stale1, stale2})
+	}
+	for _, p := range []string{stale1, stale2} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s after its revert: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the running apply's state file: %v", err)
+	}
+	if !strings.Contains(notes.String(), live) || !strings.Contains(notes.String(), "still running") {
+		t.Errorf("notes %q do not name %s as still running", notes, live)
+	}
+
+	// A file that cannot be read is an error, the others still reverted.
+	testkit.Must(t, os.WriteFile(StatePath(dir, 4), []byte("{"), 0o644))
+	stale5 := write(5, self+1)
+	done, err = RevertStale(dir, nil)
+	if err == nil || !strings.Contains(err.Error(), "apply-4.json") || !slices.Equal(done, []string{stale5}) {
+		t.Errorf("got %v, %v; want %s reverted and an error naming apply-4.json", done, err, stale5)
 	}
 }
