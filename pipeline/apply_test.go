@@ -96,13 +96,14 @@ func TestApply(t *testing.T) {
 	}
 }
 
-func TestRefusedErrorCounts(t *testing.T) {
+func TestRefusedErrorFormat(t *testing.T) {
 	f := profiles.Finding{Severity: profiles.Error, Group: -1, Field: "id", Message: "bad"}
-	e := &RefusedError{Path: "p.toml", Errors: []profiles.Finding{f, f, f}}
-	if got, want := e.Error(), "p.toml: error: id: bad (and 2 more lint errors); nothing was changed"; got != want {
+	one := &RefusedError{Path: "p.toml", Errors: []profiles.Finding{f}}
+	if got, want := one.Error(), "p.toml: error: id: bad; nothing was changed"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	if got, want := e.Format(func(profiles.Finding) string { return "x" }), "p.toml: x (and 2 more lint errors); nothing was changed"; got != want {
+	two := &RefusedError{Path: "p.toml", Errors: []profiles.Finding{f, f}}
+	if got, want := two.Format(func(profiles.Finding) string { return "x" }), "p.toml: 2 lint errors; nothing was changed:\n  p.toml: x\n  p.toml: x"; got != want {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
