@@ -142,8 +142,9 @@ func ReportThreads(w io.Writer, threads []ThreadSummary, span int64, opts Report
 	return nil
 }
 
-// summaryJSON is the stable machine-readable form of a summary.
-type summaryJSON struct {
+// SummaryJSON is the stable machine-readable form of a summary
+// (schema_version 1): WriteJSON writes it, readers decode it.
+type SummaryJSON struct {
 	SchemaVersion int              `json:"schema_version"`
 	Trace         string           `json:"trace"`
 	Format        string           `json:"format"`
@@ -163,7 +164,7 @@ type summaryJSON struct {
 // (schema_version 1), with the first top threads (all for 0).
 func (s *Summary) WriteJSON(w io.Writer, name string, top int) error {
 	lost, gaps := s.Read.TotalLost()
-	out := summaryJSON{SchemaVersion: 1, Trace: name, Format: s.Info.Format, Gzip: s.Info.Gzip,
+	out := SummaryJSON{SchemaVersion: 1, Trace: name, Format: s.Info.Format, Gzip: s.Info.Gzip,
 		KernelRelease: s.Info.KernelRelease, SpanNS: s.LastTS - s.FirstTS,
 		Events: map[string]int64{}, LostEvents: lost, LostGaps: gaps, Cropped: s.Read.Cropped,
 		Filtered: s.Info.Filtered, NoCPUBundles: s.Read.NoCPUBundles, Threads: s.Threads}

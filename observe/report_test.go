@@ -71,7 +71,7 @@ func TestConvertWriteJSON(t *testing.T) {
 	if st, err := os.Stat(out); err != nil || st.Size() != c.Bytes || c.Events == 0 {
 		t.Fatalf("Convert = %+v; file %v, %v", c, st, err)
 	}
-	decode := func(path string, top int) summaryJSON {
+	decode := func(path string, top int) SummaryJSON {
 		s, err := SummarizeFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +80,7 @@ func TestConvertWriteJSON(t *testing.T) {
 		if err := s.WriteJSON(&b, "trace", top); err != nil {
 			t.Fatal(err)
 		}
-		var j summaryJSON
+		var j SummaryJSON
 		if err := json.Unmarshal(b.Bytes(), &j); err != nil {
 			t.Fatal(err)
 		}

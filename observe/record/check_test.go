@@ -20,7 +20,7 @@ func TestOptionsCheck(t *testing.T) {
 		text  string
 	}{
 		{"good", func(*Options) {}, "", ""},
-		{"bounds", func(o *Options) { o.MaxEvents, o.MaxBytes = 500, 1 << 20 }, "", ""},
+		{"bounds", func(o *Options) { o.MaxEvents, o.MaxBytes = 500, 1<<20 }, "", ""},
 		{"attach btf", func(o *Options) { o.Attach = AttachBTF }, "", ""},
 		{"one page", func(o *Options) { o.BufferBytes = page }, "", ""},
 		{"no duration", func(o *Options) { o.Duration = 0 }, "Duration", "Duration must be positive, got 0s"},
