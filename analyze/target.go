@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"temper.codes/temper-train/observe"
@@ -286,4 +287,22 @@ func plural(n int, noun string) string {
 		return fmt.Sprintf("%d %ses", n, noun)
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// ParsePids reads thread-group ids as a person lists them: positive
+// integers separated by commas. "" is none.
+func ParsePids(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		n, err := strconv.Atoi(part)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("%q: %q is not a process id (want positive integers separated by commas)", s, part)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

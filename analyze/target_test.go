@@ -107,3 +107,30 @@ func TestTargetErrors(t *testing.T) {
 		t.Errorf("empty trace: %v, want ErrNoEvents", err)
 	}
 }
+
+func TestParsePids(t *testing.T) {
+	cases := []struct {
+		in      string
+		want    []int
+		wantErr string
+	}{
+		{"", nil, ""},
+		{"19560", []int{19560}, ""},
+		{"1, 2,3", []int{1, 2, 3}, ""},
+		{"abc", nil, `"abc": "abc" is not a process id`},
+		{"0", nil, `"0" is not a process id`},
+		{"1,,2", nil, `"1,,2": "" is not a process id`},
+		{"-4", nil, "not a process id"},
+	}
+	for _, c := range cases {
+		got, err := ParsePids(c.in)
+		switch {
+		case c.wantErr != "":
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("ParsePids(%q) = %v, %v; want an error saying %q", c.in, got, err, c.wantErr)
+			}
+		case err != nil || !slices.Equal(got, c.want):
+			t.Errorf("ParsePids(%q) = %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+}

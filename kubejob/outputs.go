@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"temper.codes/temper-train/internal/atomicfile"
+	"temper.codes/temper-train/internal/bytesize"
 )
 
 // Annotations of the run's ConfigMap.
@@ -82,16 +83,16 @@ func Pack(outs []Output, limit int) (data map[string]string, binary map[string][
 		var parts []string
 		for _, o := range outs {
 			if o.Required {
-				parts = append(parts, fmt.Sprintf("%s %s", o.Key, size(len(o.Data))))
+				parts = append(parts, fmt.Sprintf("%s %s", o.Key, bytesize.Format(int64(len(o.Data)))))
 			}
 		}
-		return nil, nil, nil, "", fmt.Errorf("%w: %s exceed the ConfigMap limit of %s", ErrTooLarge, strings.Join(parts, " + "), size(limit))
+		return nil, nil, nil, "", fmt.Errorf("%w: %s exceed the ConfigMap limit of %s", ErrTooLarge, strings.Join(parts, " + "), bytesize.Format(int64(limit)))
 	}
 	var left []string
 	for _, o := range outs {
 		if !o.Required {
 			if used+len(o.Data) > limit {
-				left = append(left, fmt.Sprintf("%s (%s)", o.Key, size(len(o.Data))))
+				left = append(left, fmt.Sprintf("%s (%s)", o.Key, bytesize.Format(int64(len(o.Data)))))
 				continue
 			}
 			used += len(o.Data)
@@ -105,19 +106,9 @@ func Pack(outs []Output, limit int) (data map[string]string, binary map[string][
 	}
 	if len(left) > 0 {
 		note = fmt.Sprintf("left out %s: a ConfigMap holds at most %s and the outputs above took %s; they were not cut, and the pod's copy is gone with it",
-			strings.Join(left, ", "), size(limit), size(used))
+			strings.Join(left, ", "), bytesize.Format(int64(limit)), bytesize.Format(int64(used)))
 	}
 	return data, binary, paths, note, nil
-}
-
-func size(n int) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // Fill writes packed outputs and the status into the run's ConfigMap.

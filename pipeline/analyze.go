@@ -9,7 +9,6 @@ import (
 	"temper.codes/temper-train/analyze/pictures"
 	"temper.codes/temper-train/chart"
 	"temper.codes/temper-train/profiles"
-	"temper.codes/temper-train/synthesize"
 )
 
 // AnalyzeOptions say which threads of a trace to analyse and which files
@@ -78,36 +77,6 @@ func Analyze(path string, opts AnalyzeOptions) (*Analyzed, error) {
 	}
 	if opts.JSON != "" {
 		if err := a.WriteFile(opts.JSON); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-// SynthesizeOptions say how to synthesize a profile and where to write it.
-type SynthesizeOptions struct {
-	synthesize.Options
-	// Out is the profiles tree the profile is written to, at
-	// profiles.RelPath; "" writes nothing.
-	Out string
-}
-
-// Synthesized is a synthesized profile and where it was written.
-type Synthesized struct {
-	*synthesize.Result
-	Path string // "" when not written
-}
-
-// Synthesize turns an analysis into a self-checked profile and writes it
-// under opts.Out. Errors wrap synthesize's sentinels (ErrID, ErrShape, …).
-func Synthesize(a *analyze.Analysis, opts SynthesizeOptions) (*Synthesized, error) {
-	r, err := synthesize.Profile(a, opts.Options)
-	if err != nil {
-		return nil, err
-	}
-	out := &Synthesized{Result: r}
-	if opts.Out != "" {
-		if out.Path, err = r.WriteFile(opts.Out); err != nil {
 			return nil, err
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -78,29 +76,12 @@ whole or not at all.`,
 	return cmd
 }
 
-// parsePids reads --pid: positive integers separated by commas.
-func parsePids(s string) ([]int, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		n, err := strconv.Atoi(part)
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("--pid %q: %q is not a process id (want positive integers separated by commas)", s, part)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
 // runAnalyze checks the flags, loads the snapshot, analyses the trace and
 // writes the report, JSON, DOT and picture outputs (files atomically).
 func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
-	pids, err := parsePids(f.pids)
+	pids, err := analyze.ParsePids(f.pids)
 	if err != nil {
-		return usageError{err}
+		return usageError{fmt.Errorf("--pid %w", err)}
 	}
 	if len(pids) > 0 && f.process != "" {
 		return usageError{errors.New("--pid and --process exclude each other")}

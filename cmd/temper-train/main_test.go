@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"temper.codes/temper-train/internal/tpcheck"
+	"temper.codes/temper-train/observe"
 )
 
 const example = "../../testdata/traces/workload-tracefs.txt.gz"
@@ -77,7 +78,7 @@ func TestSummaryAndConvert(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("summary: %s", stderr)
 	}
-	var text summaryJSON
+	var text observe.SummaryJSON
 	if err := json.Unmarshal([]byte(out), &text); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestSummaryAndConvert(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("summary of converted: %s", stderr)
 	}
-	var conv summaryJSON
+	var conv observe.SummaryJSON
 	if err := json.Unmarshal([]byte(out), &conv); err != nil {
 		t.Fatal(err)
 	}

@@ -7,16 +7,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"regexp"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"temper.codes/temper-train/internal/bytesize"
 	"temper.codes/temper-train/internal/console"
-	"temper.codes/temper-train/observe"
 	"temper.codes/temper-train/observe/record"
 	"temper.codes/temper-train/pipeline"
 	"temper.codes/temper-train/target"
@@ -125,7 +123,7 @@ func runObserve(cmd *cobra.Command, f observeFlags, command []string) error {
 	obs, err := pipeline.Observe(ctx, tgt, pipeline.ObserveOptions{Dir: f.out, Record: opts, AgentURL: f.agentURL, StopCommand: true,
 		Progress: func(r record.Progress) {
 			prog.Update(fmt.Sprintf("%5.1fs/%s  %d events  %.0f events/s  %d lost  %s",
-				r.Elapsed.Seconds(), r.Duration, r.Events, r.Rate, r.Lost, humanBytes(r.Bytes)))
+				r.Elapsed.Seconds(), r.Duration, r.Events, r.Rate, r.Lost, bytesize.Format(r.Bytes)))
 		},
 		OnAttached: func() {
 			if !f.quiet {
@@ -161,118 +159,44 @@ func outFlagError(err error) error {
 	return err
 }
 
-// recordOptions checks the bounds and sizes given on the command line.
+// recordOptions reads the bounds and sizes given on the command line and
+// checks them with record.Options.Check.
 func (f observeFlags) recordOptions() (record.Options, error) {
-	var o record.Options
-	if f.duration <= 0 {
-		return o, fmt.Errorf("--duration must be positive, got %s", f.duration)
-	}
-	if f.maxEvents < 0 {
-		return o, fmt.Errorf("--max-events must be ≥ 0, got %d", f.maxEvents)
-	}
 	if f.top < 0 {
-		return o, fmt.Errorf("--top must be ≥ 0, got %d", f.top)
+		return record.Options{}, fmt.Errorf("--top must be ≥ 0, got %d", f.top)
 	}
-	maxBytes, err := parseSize(f.maxBytes)
+	maxBytes, err := bytesize.Parse(f.maxBytes)
 	if err != nil {
-		return o, fmt.Errorf("--max-bytes: %w", err)
+		return record.Options{}, fmt.Errorf("--max-bytes: %w", err)
 	}
-	buf, err := parseSize(f.buffer)
+	buf, err := bytesize.Parse(f.buffer)
 	if err != nil {
-		return o, fmt.Errorf("--buffer-size: %w", err)
-	}
-	if buf < int64(os.Getpagesize()) || buf&(buf-1) != 0 || buf > 1<<30 {
-		return o, fmt.Errorf("--buffer-size %s: want a power of two between %d bytes and 1GiB", f.buffer, os.Getpagesize())
+		return record.Options{}, fmt.Errorf("--buffer-size: %w", err)
 	}
 	attach := map[string]string{"auto": record.AttachAuto, "tp_btf": record.AttachBTF, "raw_tp": record.AttachRawTP}
 	mode, ok := attach[f.attach]
 	if !ok {
-		return o, fmt.Errorf("--attach %q: want auto, tp_btf or raw_tp", f.attach)
+		return record.Options{}, fmt.Errorf("--attach %q: want auto, tp_btf or raw_tp", f.attach)
 	}
-	return record.Options{Duration: f.duration, MaxEvents: f.maxEvents, MaxBytes: maxBytes,
-		BufferBytes: int(buf), Attach: mode, FilterSwitches: f.filterSw}, nil
+	o := record.Options{Duration: f.duration, MaxEvents: f.maxEvents, MaxBytes: maxBytes,
+		BufferBytes: int(buf), Attach: mode, FilterSwitches: f.filterSw}
+	err = o.Check()
+	var oe *record.OptionError
+	if !errors.As(err, &oe) {
+		return o, err
+	}
+	// The flag that sets the field, and its value as given.
+	flag := map[string][2]string{"Duration": {"--duration", f.duration.String()},
+		"MaxEvents": {"--max-events", strconv.FormatInt(f.maxEvents, 10)},
+		"MaxBytes":  {"--max-bytes", f.maxBytes}, "BufferBytes": {"--buffer-size", f.buffer}}
+	if fl, ok := flag[oe.Field]; ok {
+		return o, fmt.Errorf("%s must be %s, got %s", fl[0], oe.Want, fl[1])
+	}
+	return o, err
 }
 
-var sizeRE = regexp.MustCompile(`^(\d+)\s*([KMGT]i?B?|B)?$`)
-
-// parseSize reads a byte count such as 4096, 64KiB, 16MiB, 1G (powers of 1024).
-func parseSize(s string) (int64, error) {
-	m := sizeRE.FindStringSubmatch(strings.TrimSpace(s))
-	if m == nil {
-		return 0, fmt.Errorf("%q is not a size (e.g. 4096, 64KiB, 16MiB, 1GiB)", s)
-	}
-	n, err := strconv.ParseInt(m[1], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q: %w", s, err)
-	}
-	shift := map[byte]uint{'K': 10, 'M': 20, 'G': 30, 'T': 40}
-	if m[2] != "" && m[2] != "B" {
-		sh := shift[m[2][0]]
-		if n > (1<<62)>>sh {
-			return 0, fmt.Errorf("%q is too large", s)
-		}
-		n <<= sh
-	}
-	return n, nil
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
-// printObserveSummary prints one screen about the recording: where it went,
-// why it stopped, what was lost, and the target's busiest threads.
-func printObserveSummary(w io.Writer, obs *pipeline.Observation, tgt *target.Target, top int) error {
-	res, snap, exit := obs.Record, obs.Snapshot, obs.Exit
-	span := res.End - res.Start
-	fmt.Fprintf(w, "target    %s\n", tgt.Description)
-	if exit != nil {
-		fmt.Fprintf(w, "command   %s\n", exit)
-	}
-	fmt.Fprintf(w, "stopped   after %.2f s: %s\n", float64(span)/1e9, res.StopReason)
-	fmt.Fprintf(w, "events    %d (%.0f/s) via %s, %s on disk (%.1f bytes/event)\n", res.Events,
-		float64(res.Events)/max(float64(span)/1e9, 1e-9), res.Attach, humanBytes(res.Bytes),
-		float64(res.Bytes)/float64(max(res.Events, 1)))
-	if lost := res.TotalLost(); lost > 0 {
-		fmt.Fprintf(w, "LOST      %d events (per CPU %v): the kernel's ring buffer was full; states near the gaps are uncertain (try --buffer-size 64MiB)\n", lost, res.Lost)
-	} else {
-		fmt.Fprintln(w, "lost      none")
-	}
-	if res.Discarded > 0 {
-		fmt.Fprintf(w, "discarded %d events that arrived after the bound was reached\n", res.Discarded)
-	}
-	for _, msg := range snap.Warnings {
-		fmt.Fprintf(w, "warning   %s\n", msg)
-	}
-	fmt.Fprintf(w, "wrote     %s\n          %s\n", obs.TracePath, obs.SnapshotPath)
-
-	r, err := observe.Open(obs.TracePath)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	sum, err := observe.Summarize(r)
-	if err != nil {
-		return fmt.Errorf("read back %s: %w", obs.TracePath, err)
-	}
-	traced := map[int32]bool{}
-	for _, g := range res.Targets {
-		traced[int32(g)] = true
-	}
-	var threads []observe.ThreadSummary
-	for _, th := range sum.Threads {
-		if traced[th.Tgid] {
-			threads = append(threads, th)
-		}
-	}
-	fmt.Fprintf(w, "\n%d threads of the target (CPU%% of %.2f s):\n", len(threads), float64(span)/1e9)
-	return printThreadTable(w, threads, span, top, false)
+// printObserveSummary prints observe's closing summary (train prints it
+// too).
+func printObserveSummary(w io.Writer, obs *pipeline.Observation, _ *target.Target, top int) error {
+	return obs.Report(w, pipeline.ObservationReportOptions{Top: top, AllThreads: "--top 0", BiggerBuffer: "--buffer-size 64MiB"})
 }

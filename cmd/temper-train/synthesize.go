@@ -4,25 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"temper.codes/temper-train/internal/atomicfile"
 	"temper.codes/temper-train/observe/snapshot"
 	"temper.codes/temper-train/pipeline"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/synthesize"
-)
-
-// Export kinds of synthesize --export.
-const (
-	exportLayered = "scx-layered"
-	exportHelm    = "helm"
 )
 
 // synthesizeFlags are the synthesize command's options.
@@ -90,17 +80,11 @@ under agent.profiles.ID.toml. Both forms --export KIND FILE and
 	return cmd
 }
 
-// export is one --export: what to write and where.
-type export struct {
-	kind, file string
-	data       []byte
-}
-
 // parseExports pairs each --export KIND with its FILE: "KIND=FILE", or the
 // next argument after the analysis ("--export KIND FILE", which the flag
 // parser leaves as an argument).
-func parseExports(values, extra []string) ([]export, error) {
-	var out []export
+func parseExports(values, extra []string) ([]pipeline.Export, error) {
+	var out []pipeline.Export
 	for _, v := range values {
 		kind, file, ok := strings.Cut(v, "=")
 		if !ok {
@@ -110,17 +94,17 @@ func parseExports(values, extra []string) ([]export, error) {
 			file, extra = extra[0], extra[1:]
 		}
 		switch kind {
-		case exportLayered, exportHelm:
+		case synthesize.ExportLayered, synthesize.ExportHelm:
 		default:
-			return nil, fmt.Errorf("--export %q: unknown kind (known: %s, %s)", kind, exportLayered, exportHelm)
+			return nil, fmt.Errorf("--export %q: unknown kind (known: %s, %s)", kind, synthesize.ExportLayered, synthesize.ExportHelm)
 		}
 		if file == "" {
 			return nil, fmt.Errorf("--export %s: empty FILE", kind)
 		}
-		if slices.ContainsFunc(out, func(e export) bool { return e.kind == kind }) {
+		if slices.ContainsFunc(out, func(e pipeline.Export) bool { return e.Kind == kind }) {
 			return nil, fmt.Errorf("--export %s given twice", kind)
 		}
-		out = append(out, export{kind: kind, file: file})
+		out = append(out, pipeline.Export{Kind: kind, File: file, Name: "--export " + kind})
 	}
 	if len(extra) > 0 {
 		return nil, fmt.Errorf("unexpected argument %q: synthesize takes one analysis; exports are --export KIND FILE", extra[0])
@@ -146,8 +130,8 @@ func synthesizeFlagError(err error) error {
 	return err
 }
 
-// runSynthesize checks the flags, synthesizes and self-checks the profile,
-// builds every output in memory and only then writes the files.
+// runSynthesize checks the flags, has the pipeline synthesize and write the
+// profile and its exports, and prints what it did.
 func runSynthesize(cmd *cobra.Command, f synthesizeFlags, a []string) error {
 	exports, err := parseExports(f.exports, a[1:])
 	if err != nil {
@@ -185,168 +169,43 @@ func runSynthesize(cmd *cobra.Command, f synthesizeFlags, a []string) error {
 	if err != nil {
 		return synthesizeFlagError(err)
 	}
-	syn, err := pipeline.Synthesize(an, pipeline.SynthesizeOptions{Options: opt})
-	if err != nil {
+	so := pipeline.SynthesizeOptions{Options: opt, Exports: exports}
+	if f.out != "-" {
+		so.Out = f.out
+	}
+	syn, err := pipeline.Synthesize(an, so)
+	var ce *pipeline.ClashError
+	var oe *pipeline.OutputError
+	switch {
+	case errors.As(err, &ce):
+		return usageError{err}
+	case errors.As(err, &oe):
+		return err
+	case err != nil:
 		return fmt.Errorf("synthesize %s: %w", a[0], synthesizeFlagError(err))
 	}
-	r := syn.Result
-	data, err := r.TOML()
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	for _, w := range syn.Warnings {
+		fmt.Fprintf(stderr, "temper-train: warning: %s\n", w)
+	}
+	for _, fd := range syn.Lint {
+		fmt.Fprintf(stderr, "temper-train: lint: %s\n", fd)
+	}
+	if syn.Path != "" {
+		return syn.Report(stdout)
+	}
+	data, err := syn.TOML()
 	if err != nil {
 		return fmt.Errorf("synthesize %s: %w", a[0], err)
 	}
-	path := r.Path(f.out)
-	helmSource := path
-	if f.out == "-" {
-		path, helmSource = "", "./"+synthesize.HelmKey(f.id, "")
-	}
-	for i := range exports {
-		e := &exports[i]
-		switch e.kind {
-		case exportLayered:
-			if fd, bad := profiles.FirstError(profiles.Lint(r.Profile, profiles.LintOptions{Backend: profiles.BackendSCXLayered})); bad {
-				return fmt.Errorf("--export %s: %s", e.kind, fd)
-			}
-			e.data, err = synthesize.LayeredSpec(r.Profile)
-		case exportHelm:
-			e.data, err = synthesize.HelmValues(f.id, data)
-		}
-		if err != nil {
-			return fmt.Errorf("--export %s: %w", e.kind, err)
-		}
-	}
-	if err := checkOutputs(a[0], f.snapshot, path, exports); err != nil {
-		return usageError{err}
-	}
-
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	for _, w := range r.Warnings {
-		fmt.Fprintf(stderr, "temper-train: warning: %s\n", w)
-	}
-	for _, fd := range r.Lint {
-		fmt.Fprintf(stderr, "temper-train: lint: %s\n", fd)
-	}
-	report := stdout
-	if path == "" {
-		if _, err := stdout.Write(data); err != nil {
-			return err
-		}
-		report = stderr
-	} else {
-		if _, err := r.WriteFile(f.out); err != nil {
-			return err
-		}
-	}
-	for _, e := range exports {
-		if err := atomicfile.Write(e.file, 0o644, func(w io.Writer) error {
-			_, err := w.Write(e.data)
-			return err
-		}); err != nil {
-			return fmt.Errorf("--export %s: %w", e.kind, err)
-		}
-	}
-	return printSynthesis(report, r, path, helmSource, exports)
-}
-
-// checkOutputs refuses to write over an input or to write two outputs to
-// one file.
-func checkOutputs(analysis, snap, profile string, exports []export) error {
-	seen := map[string]string{}
-	for _, in := range []struct{ what, path string }{{"the analysis", analysis}, {"the snapshot", snap}} {
-		if in.path != "" {
-			seen[filepath.Clean(in.path)] = in.what
-		}
-	}
-	outs := []struct{ what, path string }{{"the profile", profile}}
-	for _, e := range exports {
-		outs = append(outs, struct{ what, path string }{"--export " + e.kind, e.file})
-	}
-	for _, o := range outs {
-		if o.path == "" {
-			continue
-		}
-		p := filepath.Clean(o.path)
-		if what, ok := seen[p]; ok {
-			return fmt.Errorf("%s would be written to %s, which is %s", o.what, o.path, what)
-		}
-		seen[p] = o.what
-	}
-	return nil
-}
-
-// printSynthesis prints the groups as a table, the files written and the
-// helm command that deploys the profile.
-func printSynthesis(w io.Writer, r *synthesize.Result, path, helmSource string, exports []export) error {
-	p := r.Profile
-	fmt.Fprintf(w, "profile %s for %s (request %dm, %d threads, %d hot)\n", p.ID, p.MachineShape.Key(),
-		p.Traits.CPURequestMillicores, p.Traits.Threads, p.Traits.HotThreads)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "GROUP\tTREATMENT\tTHREADS\tHOT\tCORES\tCPU_FRACTION\tSLICE_US\tWEIGHT\tMATCH")
-	for _, g := range p.ThreadGroups {
-		threads, hot := "-", "-"
-		if e := g.Evidence; e != nil {
-			threads, hot = strconv.Itoa(e.Threads), strconv.Itoa(e.HotThreads)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", g.Name, g.Treatment, threads, hot,
-			dash(g.ExclusiveCores), dashF(g.CPUFraction), dash(g.SliceUs), g.Weight, matchSummary(g.Match))
-	}
-	if err := tw.Flush(); err != nil {
+	if _, err := stdout.Write(data); err != nil {
 		return err
 	}
-	if path != "" {
-		fmt.Fprintf(w, "wrote %s\n", path)
-	}
-	for _, e := range exports {
-		fmt.Fprintf(w, "wrote %s (%s)\n", e.file, e.kind)
-	}
-	_, err := fmt.Fprintf(w, "deploy: %s\n", synthesize.HelmCommand(p.ID, helmSource))
-	return err
+	return syn.Report(stderr)
 }
 
-func dash(n int) string {
-	if n == 0 {
-		return "-"
-	}
-	return strconv.Itoa(n)
-}
-
-func dashF(x float64) string {
-	if x == 0 {
-		return "-"
-	}
-	return strconv.FormatFloat(x, 'f', -1, 64)
-}
-
-// matchSummary writes a match as kind=values, ANDed with spaces.
-func matchSummary(m profiles.Match) string {
-	var parts []string
-	list := func(kind string, v []string) {
-		if len(v) > 0 {
-			parts = append(parts, kind+"="+strings.Join(quoteAll(v), ","))
-		}
-	}
-	list("comm_prefix", m.CommPrefix)
-	if m.CommRegex != "" {
-		parts = append(parts, "comm_regex="+strconv.Quote(m.CommRegex))
-	}
-	list("exclude_prefix", m.ExcludePrefix)
-	list("pcomm_prefix", m.PcommPrefix)
-	list("cmdline_prefix", m.CmdlinePrefix)
-	if m.GroupLeader != nil {
-		parts = append(parts, "group_leader="+strconv.FormatBool(*m.GroupLeader))
-	}
-	if m.CgroupPrefix != "" {
-		parts = append(parts, "cgroup_prefix="+strconv.Quote(m.CgroupPrefix))
-	}
-	if m.All {
-		parts = append(parts, "all")
-	}
-	return strings.Join(parts, " ")
-}
-
-func quoteAll(v []string) []string {
-	out := make([]string, len(v))
-	for i, s := range v {
-		out[i] = strconv.Quote(s)
-	}
-	return out
+// printSynthesis prints what synthesize prints about a profile written to
+// path (train prints it too).
+func printSynthesis(w io.Writer, r *synthesize.Result, path, _ string, exports []pipeline.Export) error {
+	return (&pipeline.Synthesized{Result: r, Path: path, Exports: exports}).Report(w)
 }

@@ -1,20 +1,13 @@
 package main
 
 import (
-	"compress/gzip"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
-	"sort"
-	"strings"
+
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"temper.codes/temper-train/internal/atomicfile"
 	"temper.codes/temper-train/internal/bounded"
-	"temper.codes/temper-train/internal/table"
 	"temper.codes/temper-train/internal/tpcheck"
 	"temper.codes/temper-train/observe"
 )
@@ -50,157 +43,21 @@ Perfetto's trace_processor.`,
 			if top < 0 {
 				return usageError{fmt.Errorf("--top must be ≥ 0, got %d", top)}
 			}
-			sum, err := summarizeFile(a[0])
+			sum, err := observe.SummarizeFile(a[0])
 			if err != nil {
 				return err
 			}
 			if asJSON {
-				return writeSummaryJSON(cmd.OutOrStdout(), a[0], sum, top)
+				return sum.WriteJSON(cmd.OutOrStdout(), a[0], top)
 			}
-			return printSummary(cmd.OutOrStdout(), a[0], sum, top, wide)
+			return sum.Report(cmd.OutOrStdout(), a[0], observe.ReportOptions{Top: top, Wide: wide,
+				AllThreads: "--top 0", Filter: "observe --filter-switches"})
 		},
 	}
 	cmd.Flags().IntVar(&top, "top", 20, "threads to list, busiest first (0 = all)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	addWideFlags(cmd, &wide)
 	return cmd
-}
-
-func summarizeFile(path string) (*observe.Summary, error) {
-	r, err := observe.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	return observe.Summarize(r)
-}
-
-func ms(ns int64) string { return fmt.Sprintf("%.1f", float64(ns)/1e6) }
-
-func printSummary(w io.Writer, path string, s *observe.Summary, top int, wide bool) error {
-	span := s.LastTS - s.FirstTS
-	format := s.Info.Format
-	if s.Info.Gzip {
-		format += ", gzip"
-	}
-	kernel := s.Info.KernelRelease
-	if kernel == "" {
-		kernel = "not recorded"
-	}
-	fmt.Fprintf(w, "trace    %s (%s)\n", path, format)
-	fmt.Fprintf(w, "kernel   %s; %d CPUs recorded events\n", kernel, s.CPUs)
-	fmt.Fprintf(w, "span     %.3f s\n", float64(span)/1e9)
-	var total int64
-	kinds := make([]observe.Kind, 0, len(s.Events))
-	for k, n := range s.Events {
-		total += n
-		kinds = append(kinds, k)
-	}
-	sort.Slice(kinds, func(i, j int) bool { return s.Events[kinds[i]] > s.Events[kinds[j]] })
-	parts := make([]string, len(kinds))
-	for i, k := range kinds {
-		parts[i] = fmt.Sprintf("%s %d", k, s.Events[k])
-	}
-	fmt.Fprintf(w, "events   %d (%s)\n", total, strings.Join(parts, ", "))
-	lost, gaps := s.Read.TotalLost()
-	switch {
-	case lost == 0 && gaps == 0:
-		fmt.Fprintln(w, "lost     none reported by the recorder")
-	default:
-		fmt.Fprintf(w, "lost     %d events, %d gaps of unknown size: states around them are uncertain\n", lost, gaps)
-	}
-	if s.Read.Cropped > 0 {
-		fmt.Fprintf(w, "cropped  %d events before every CPU's data was complete\n", s.Read.Cropped)
-	}
-	fmt.Fprintf(w, "threads  %d in %d processes; %d spurious wakings ignored\n",
-		len(s.Threads), s.Processes, s.Sched.SpuriousWakings)
-	note := func(head, text string) {
-		var b strings.Builder
-		table.Wrap(&b, text, head, "         ", table.Width)
-		io.WriteString(w, b.String())
-	}
-	if s.Info.Filtered {
-		note("filtered ", "only the switches that involve the traced tasks were recorded (observe --filter-switches): other tasks' states are incomplete")
-	}
-	if s.Read.NoCPUBundles > 0 {
-		note("skipped  ", fmt.Sprintf("%d ftrace bundles (%d events) without a cpu field, as trace_processor skips them (ftrace_bundle_tokenizer_errors)", s.Read.NoCPUBundles, s.Read.NoCPUEvents))
-	}
-	switch m := s.Sched.MismatchedSwitch; {
-	case m > 0 && s.Info.Filtered:
-		note("note     ", fmt.Sprintf("%d switches out of a task the CPU was not known to run: the trace is filtered to some tasks; Running times of unfiltered tasks near them are uncertain", m))
-	case m > 0:
-		note("note     ", fmt.Sprintf("%d switches out of a task the CPU was not known to run: the kernel did not report some switches (some kernels drop some out of the idle task, or every one out of a few tasks; tracefs and perf show the same), or the recorder missed them; Running times near them are uncertain", m))
-	}
-	fmt.Fprintln(w)
-	return printThreadTable(w, s.Threads, span, top, wide)
-}
-
-// printThreadTable prints the first top threads (all for 0) with their time
-// by state over span: by default the time in each state and the wakeups,
-// with -o wide also the switch-out and preemption counts and the CPUs used.
-func printThreadTable(w io.Writer, threads []observe.ThreadSummary, span int64, top int, wide bool) error {
-	n := len(threads)
-	if top > 0 && top < n {
-		n = top
-	}
-	t := table.New(table.Column{Name: "TID"}, table.Column{Name: "TGID"}, table.Column{Name: "COMM", Left: true},
-		table.Column{Name: "CPU%"}, table.Column{Name: "RUN ms"}, table.Column{Name: "R ms"}, table.Column{Name: "R+ ms"},
-		table.Column{Name: "S ms"}, table.Column{Name: "D ms"}, table.Column{Name: "SWITCH-OUTS", Wide: true},
-		table.Column{Name: "PREEMPTED", Wide: true}, table.Column{Name: "WAKEUPS"}, table.Column{Name: "CPUS", Wide: true})
-	for _, th := range threads[:n] {
-		cpu := 0.0
-		if span > 0 {
-			cpu = 100 * float64(th.Running) / float64(span)
-		}
-		tgid := "?"
-		if th.Tgid != 0 {
-			tgid = fmt.Sprint(th.Tgid)
-		}
-		t.Row(fmt.Sprint(th.Tid), tgid, th.Name, fmt.Sprintf("%.1f", cpu), ms(th.Running), ms(th.Runnable),
-			ms(th.Preempted), ms(th.Sleeping), ms(th.DiskWait), fmt.Sprint(th.SwitchOuts),
-			fmt.Sprint(th.Preemptions), fmt.Sprint(th.Wakeups), fmt.Sprint(th.CPUsUsed))
-	}
-	if err := t.Write(w, wide); err != nil {
-		return err
-	}
-	if n < len(threads) {
-		fmt.Fprintf(w, "(%d more threads; --top 0 lists all)\n", len(threads)-n)
-	}
-	return nil
-}
-
-// summaryJSON is the stable machine-readable form of a summary.
-type summaryJSON struct {
-	SchemaVersion int                     `json:"schema_version"`
-	Trace         string                  `json:"trace"`
-	Format        string                  `json:"format"`
-	Gzip          bool                    `json:"gzip"`
-	KernelRelease string                  `json:"kernel_release,omitempty"`
-	SpanNS        int64                   `json:"span_ns"`
-	Events        map[string]int64        `json:"events"`
-	LostEvents    int64                   `json:"lost_events"`
-	LostGaps      int64                   `json:"lost_gaps"`
-	Cropped       int64                   `json:"cropped_events"`
-	Filtered      bool                    `json:"filtered,omitempty"`
-	NoCPUBundles  int64                   `json:"bundles_without_cpu,omitempty"`
-	Threads       []observe.ThreadSummary `json:"threads"`
-}
-
-func writeSummaryJSON(w io.Writer, path string, s *observe.Summary, top int) error {
-	lost, gaps := s.Read.TotalLost()
-	out := summaryJSON{SchemaVersion: 1, Trace: path, Format: s.Info.Format, Gzip: s.Info.Gzip,
-		KernelRelease: s.Info.KernelRelease, SpanNS: s.LastTS - s.FirstTS,
-		Events: map[string]int64{}, LostEvents: lost, LostGaps: gaps, Cropped: s.Read.Cropped,
-		Filtered: s.Info.Filtered, NoCPUBundles: s.Read.NoCPUBundles, Threads: s.Threads}
-	for k, n := range s.Events {
-		out.Events[k.String()] = n
-	}
-	if top > 0 && top < len(out.Threads) {
-		out.Threads = out.Threads[:top]
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
 }
 
 func newTraceCheckCmd() *cobra.Command {
@@ -248,55 +105,15 @@ at all.`,
   temper-train trace convert sched.txt sched.pftrace`,
 		Args: args(cobra.ExactArgs(2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
-			return convert(cmd.ErrOrStderr(), a[0], a[1])
+			start := time.Now()
+			c, err := observe.Convert(a[0], a[1])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %d events to %s (%d bytes, %.1f bytes/event) in %s\n", c.Events, a[1],
+				c.Bytes, float64(c.Bytes)/float64(max(c.Events, 1)), time.Since(start).Round(time.Millisecond))
+			return nil
 		},
 	}
 	return cmd
-}
-
-func convert(status io.Writer, in, out string) error {
-	r, err := observe.Open(in)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	start := time.Now()
-	var n int64
-	err = atomicfile.Write(out, 0o644, func(f io.Writer) error {
-		var zw *gzip.Writer
-		if strings.HasSuffix(out, ".gz") {
-			zw = gzip.NewWriter(f)
-			f = zw
-		}
-		// The reader learns the kernel release from the trace itself, which
-		// for a Perfetto input comes before its events.
-		var w *observe.PerfettoWriter
-		err := observe.ForEach(r, func(ev *observe.Event) error {
-			if w == nil {
-				w = observe.NewPerfettoWriter(f, r.Info())
-			}
-			if err := w.Write(ev); err != nil {
-				return fmt.Errorf("%s: %w", out, err)
-			}
-			n++
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if err := w.Close(); err != nil {
-			return fmt.Errorf("%s: %w", out, err)
-		}
-		if zw != nil {
-			return zw.Close()
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	st, _ := os.Stat(out)
-	fmt.Fprintf(status, "wrote %d events to %s (%d bytes, %.1f bytes/event) in %s\n",
-		n, out, st.Size(), float64(st.Size())/float64(max(n, 1)), time.Since(start).Round(time.Millisecond))
-	return nil
 }

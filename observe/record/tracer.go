@@ -181,8 +181,8 @@ func loadMode(mode string, opts Options, ncpu int) (*tracer, error) {
 	if size == 0 {
 		size = 16 << 20
 	}
-	if size < os.Getpagesize() || size&(size-1) != 0 {
-		return nil, fmt.Errorf("ring buffer size %d: want a power of two of at least %d", size, os.Getpagesize())
+	if err := checkBuffer(size); err != nil {
+		return nil, err
 	}
 	specs.Events.MaxEntries = uint32(size)
 	specs.Cpus.MaxEntries = uint32(ncpu)
