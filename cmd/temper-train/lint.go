@@ -197,10 +197,6 @@ func (f lintFlags) checkedAgainst() string {
 	return strings.Join(profiles.ShippedBackends(), ", ")
 }
 
-// parseMillicores is profiles.ParseMillicores, under the name synthesize.go
-// calls.
-func parseMillicores(s string) (int, error) { return profiles.ParseMillicores(s) }
-
 // lintFinding formats a finding naming the options it points to by the
 // flags that set them.
 func lintFinding(f profiles.Finding) string {

@@ -152,7 +152,7 @@ func runSynthesize(cmd *cobra.Command, f synthesizeFlags, a []string) error {
 		opt.Shape = &s
 	}
 	if f.request != "" {
-		m, err := parseMillicores(f.request)
+		m, err := profiles.ParseMillicores(f.request)
 		if err != nil {
 			return usageError{fmt.Errorf("--request: %w", err)}
 		}
