@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/refine/ledger"
 	"temper.codes/temper-train/scheduler/cfs"
+	"temper.codes/temper-train/scheduler/schedulertest"
 )
 
 // refineProfile gives the demo workload's workers latency treatment and
@@ -44,7 +46,7 @@ type demoWorkload struct {
 
 func startDemo(t *testing.T, extra ...string) *demoWorkload {
 	t.Helper()
-	bin := buildWorkload(t)
+	bin := testkit.Workload(t)
 	dir := t.TempDir()
 	w := &demoWorkload{stats: filepath.Join(dir, "wl.stats"), tids: map[string]int{}}
 	w.cmd = exec.Command(bin, append([]string{"--dir", dir, "--rate", "1000", "--stats", w.stats}, extra...)...)
@@ -84,21 +86,15 @@ func (w *demoWorkload) views(t *testing.T) map[string]schedView {
 
 func writeProfile(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "refine-test.toml")
-	if err := os.WriteFile(p, []byte(refineProfile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	dir := t.TempDir()
+	testkit.WriteTree(t, dir, map[string]string{"refine-test.toml": refineProfile})
+	return filepath.Join(dir, "refine-test.toml")
 }
 
 // demoBench is the jsonl benchmark of the demo workload, secs per trial.
 func demoBench(t *testing.T, stats string, secs float64) string {
 	t.Helper()
-	script, err := filepath.Abs("../../scripts/demo-bench.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("%s %s %g", script, stats, secs)
+	return fmt.Sprintf("%s %s %g", testkit.RepoFile(t, "scripts/demo-bench.sh"), stats, secs)
 }
 
 // shortRun are the smallest stage sizes: a run of a few dozen trials.
@@ -149,7 +145,7 @@ func checkSpinners(t *testing.T, l *ledger.Ledger) {
 // benchmark and the CFS backend: calibration, a round, the final
 // comparison, a ledger that reads back and nothing left changed.
 func TestRefineDemo(t *testing.T) {
-	needSchedPrivileges(t)
+	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 	tt := buildCLI(t)
 	w := startDemo(t)
 	before := w.views(t)
@@ -211,7 +207,7 @@ esac
 // profile in force and spinners running, is a one-line error, with the
 // ledger intact, scheduling reverted and spinners gone.
 func TestRefineErrors(t *testing.T) {
-	needSchedPrivileges(t)
+	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 	tt := buildCLI(t)
 	for _, tc := range []struct {
 		name  string
@@ -287,7 +283,7 @@ func TestRefineErrors(t *testing.T) {
 // the cut-off trial is run again and said so, no completed trial runs
 // twice, the dead run's spinners are reaped and its scheduling reverted.
 func TestRefineResumeAfterSIGKILL(t *testing.T) {
-	needSchedPrivileges(t)
+	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 	tt := buildCLI(t)
 	w := startDemo(t)
 	before := w.views(t)
@@ -383,7 +379,7 @@ func TestRefineResumeAfterSIGKILL(t *testing.T) {
 // one-line error that says how to resume, with the trial recorded as
 // failed, scheduling reverted and spinners gone.
 func TestRefineInterrupt(t *testing.T) {
-	needSchedPrivileges(t)
+	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 	tt := buildCLI(t)
 	w := startDemo(t)
 	before := w.views(t)
@@ -428,9 +424,9 @@ func TestRefineInterrupt(t *testing.T) {
 // benchmark; every stage's output is there and the workload is stopped.
 func TestTrainDemo(t *testing.T) {
 	needTracing(t)
-	needSchedPrivileges(t)
+	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 	tt := buildCLI(t)
-	bin := buildWorkload(t)
+	bin := testkit.Workload(t)
 	dir := t.TempDir()
 	stats := filepath.Join(dir, "wl.stats")
 	out := filepath.Join(dir, "train")
