@@ -329,6 +329,12 @@ func TestRefineResumeAfterSIGKILL(t *testing.T) {
 		t.Fatalf("%d open trials after SIGKILL, want 1", len(open))
 	}
 	done := len(l.Done())
+	// A copy of the ledger as the killed run left it, for resuming with
+	// another profile below (the resumed run finishes this one).
+	cutOff := filepath.Join(t.TempDir(), "cut-off.jsonl")
+	if b, err := os.ReadFile(ledgerPath); err != nil || os.WriteFile(cutOff, b, 0o644) != nil {
+		t.Fatalf("copy the ledger: %v", err)
+	}
 
 	res := exec.Command(tt, "refine", prof, "--pid", strconv.Itoa(w.cmd.Process.Pid), "--bench", bench, "--adapter", "jsonl",
 		"--resume", ledgerPath, "-q", "--backend", "cfs")
@@ -367,9 +373,10 @@ func TestRefineResumeAfterSIGKILL(t *testing.T) {
 	checkClean(t, w, before, ledgerPath)
 
 	// Another profile's ledger is refused in one line.
-	other := filepath.Join(t.TempDir(), "other.toml")
-	os.WriteFile(other, []byte(strings.Replace(refineProfile, `"refine-test"`, `"other"`, 1)), 0o644)
-	b, err = exec.Command(tt, "refine", other, "--pid", strconv.Itoa(w.cmd.Process.Pid), "--bench", bench, "--adapter", "jsonl", "--resume", ledgerPath).CombinedOutput()
+	dir := t.TempDir()
+	testkit.WriteTree(t, dir, map[string]string{"other.toml": strings.Replace(refineProfile, `"refine-test"`, `"other"`, 1)})
+	b, err = exec.Command(tt, "refine", filepath.Join(dir, "other.toml"), "--pid", strconv.Itoa(w.cmd.Process.Pid), "--bench", bench,
+		"--adapter", "jsonl", "--resume", cutOff).CombinedOutput()
 	if err == nil || !strings.Contains(string(b), "was made for profile") || strings.Count(strings.TrimSpace(string(b)), "\n") > 0 {
 		t.Errorf("another profile's ledger: %v\n%s", err, b)
 	}
