@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/need"
-	"temper.codes/temper-train/pipeline"
 )
 
 // holdLeaseEnv makes the test binary TestLeaseHolder: it takes the node's
@@ -31,7 +30,7 @@ func TestLeaseHolder(t *testing.T) {
 	}
 	// Another run on the machine (another test binary) may hold the lease
 	// for a while: wait for it.
-	l, err := pipeline.TakeNode(context.Background(), 10*time.Minute, nil)
+	l, err := (&refineFlags{waitLock: 10 * time.Minute}).takeNode(context.Background(), os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
