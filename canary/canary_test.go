@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"temper.codes/temper-train/analyze"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine"
 	"temper.codes/temper-train/refine/ledger"
@@ -403,7 +404,7 @@ func TestRun(t *testing.T) {
 // TestRunCommitsToGit: a cycle that passes is committed to a real profiles
 // repository, at the profile's own id and shape, with the evidence.
 func TestRunCommitsToGit(t *testing.T) {
-	dir := gitRepo(t)
+	dir := testkit.GitRepo(t)
 	repo, err := OpenGitRepo(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -417,7 +418,7 @@ func TestRunCommitsToGit(t *testing.T) {
 	if c.State != "passed" || c.Commit == "" {
 		t.Fatalf("cycle %+v, want passed and committed", c)
 	}
-	got := gitOut(t, dir, "show", "--name-only", "--format=%B", c.Commit)
+	got := testkit.Git(t, dir, "show", "--name-only", "--format=%B", c.Commit)
 	for _, want := range []string{"svc/2cpu-2c-smt1: canary cycle 1 passed", "at bg=0", "Ledger: " + c.Ledger, "profiles/svc/2cpu-2c-smt1.toml"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("commit %q lacks %q", got, want)

@@ -116,8 +116,6 @@ func Refine(ctx context.Context, tgt *target.Target, path string, opts RefineOpt
 			return nil, &ResumeError{fmt.Errorf("%s line 1: config: %v", opts.Resume, err)}
 		}
 		backendName = old.Header.Backend
-		note(fmt.Sprintf("resuming %s: %d trials recorded, %d cut off; its configuration (seed %d, metric %s, ladder %v) replaces the flags",
-			opts.Resume, len(old.Done()), len(old.Open()), cfg.Seed, cfg.Metric, cfg.Ladder))
 	}
 
 	statePath := cfs.StatePath(cfs.DefaultStateDir, os.Getpid())
@@ -143,6 +141,8 @@ func Refine(ctx context.Context, tgt *target.Target, path string, opts RefineOpt
 		if err := old.Check(opts.Resume, live.Header(path, hash, "", cfg).Identity()); err != nil {
 			return nil, err
 		}
+		note(fmt.Sprintf("resuming %s: %d trials recorded, %d cut off; its configuration (seed %d, metric %s, ladder %v) replaces the flags",
+			opts.Resume, len(old.Done()), len(old.Open()), cfg.Seed, cfg.Metric, cfg.Ladder))
 	}
 	fs := live.Lint(prof)
 	if err := lintError(fs, "%s", path); err != nil {

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,14 +16,12 @@ import (
 
 	"temper.codes/temper-train/analyze"
 	"temper.codes/temper-train/canary"
-	"temper.codes/temper-train/machine"
+	"temper.codes/temper-train/internal/console"
+	"temper.codes/temper-train/pipeline"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine"
-	"temper.codes/temper-train/refine/background"
-	"temper.codes/temper-train/refine/bench"
 	"temper.codes/temper-train/refine/ledger"
 	"temper.codes/temper-train/scheduler/cfs"
-	"temper.codes/temper-train/synthesize"
 	"temper.codes/temper-train/target"
 )
 
@@ -180,7 +176,7 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 	case f.backend != backendAuto && f.backend != backendSchedExt && f.backend != backendCFS:
 		return usageError{fmt.Errorf("--backend %q: want auto, sched_ext or cfs", f.backend)}
 	}
-	argv, adapter, err := benchCommand(f.bench, f.adapter)
+	bc, err := f.benchCommand()
 	if err != nil {
 		return err
 	}
@@ -188,44 +184,33 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 	if err != nil {
 		return usageError{err}
 	}
-	topo, err := machine.ReadTopology("/")
-	if err != nil {
-		return fmt.Errorf("CPU topology: %w", err)
-	}
-	shape, err := machine.ShapeOf(topo)
-	if err != nil {
-		return fmt.Errorf("machine shape: %w", err)
-	}
-	note := func(msg string) { fmt.Fprintf(stderr, "note: %s\n", msg) }
+	prog := console.NewLine(stderr, f.quiet, 10*time.Second)
 	statePath := cfs.StatePath(cfs.DefaultStateDir, os.Getpid())
-	backend, err := chooseBackend(f.backend, cfs.Options{StateFile: statePath, Note: onceNotes(note)}, stderr)
+	backend, err := chooseBackend(f.backend, cfs.Options{StateFile: statePath,
+		Note: console.Once(func(msg string) { prog.Log("note: %s", msg) })}, stderr)
 	if err != nil {
 		return err
 	}
-	lint := func(p *profiles.Profile) []profiles.Finding {
-		return profiles.Lint(p, profiles.LintOptions{Backend: backend.Name(), Shape: &shape})
-	}
-	drills, err := parseDrills(f.drills, lint)
+	// The target is resolved once the flags and files are known good and
+	// the node is ours; lint needs only the backend and this machine.
+	live, err := pipeline.NewLive(backend, nil, bc)
 	if err != nil {
 		return err
 	}
-	var start *profiles.Profile
-	if f.start != "" {
-		src, err := os.ReadFile(f.start)
-		if err != nil {
-			return fmt.Errorf("--start: %w", err)
-		}
-		if start, err = profiles.Parse(f.start, src); err != nil {
-			return fmt.Errorf("--start: %w", err)
-		}
-		if err := lintForRefine(start, f.start, lint, stderr); err != nil {
-			return fmt.Errorf("--start: %w", err)
-		}
+	live.Version, live.Log = version, prog.Log
+	live.Progress = func(r refine.Progress) { prog.Update(refineProgressText(r)) }
+	drills, err := parseDrills(f.drills, live.Lint)
+	if err != nil {
+		return err
 	}
 	for c, d := range drills {
 		if f.cycles > 0 && c > f.cycles {
 			return usageError{fmt.Errorf("--drill %d:%s: the loop stops after --cycles %d", c, d.Path, f.cycles)}
 		}
+	}
+	start, err := readStart(f.start, live.Lint, prog)
+	if err != nil {
+		return err
 	}
 	var repo canary.Committer
 	if f.gitRepo != "" {
@@ -238,19 +223,22 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Released last: after the loop's final revert, or after the profile
+	// --on-exit keep kept in force is reverted.
+	node, err := f.takeNode(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	defer node.Release()
 	spec := f.spec()
 	spec.Command, spec.Stdout, spec.Stderr = command, stderr, stderr
-	tgt, err := target.Resolve(ctx, spec)
+	tgt, err := resolveTarget(ctx, spec)
 	if err != nil {
-		if errors.Is(err, target.ErrInvalidSpec) {
-			return usageError{err}
-		}
 		return err
 	}
 	defer tgt.Stop(2 * time.Second)
-	tf := f.targetFlags
+	live.Target = tgt
 	if len(command) > 0 {
-		tf = targetFlags{pid: tgt.Tgids[0]}
 		time.Sleep(f.warmup) // a server just started is not listening yet
 	}
 
@@ -258,37 +246,30 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 	if dir == "" {
 		dir = fmt.Sprintf("canary-%s-%s", f.id, time.Now().Format("20060102-150405"))
 	}
-	if _, err := makeDir(dir); err != nil {
+	if _, err := pipeline.MakeDir(dir); err != nil {
 		return err
 	}
-	sched := &liveScheduler{backend: backend, topo: topo, tgt: tgt}
-	mid, tools := machineID(shape), toolVersions(argv[0], adapter.Name())
-	prog := newRefineProgress(stderr, f.quiet)
 	env := canary.Env{
 		Synthesize: func(ctx context.Context, cdir string) (*profiles.Profile, string, *analyze.Analysis, error) {
-			return synthesizeUnderLoad(ctx, f, tf.args(), shape, stderr, cdir)
+			return freshProfile(ctx, tgt, pipeline.FreshOptions{ID: f.id, Dir: cdir, Duration: f.duration, Bench: bc}, prog)
 		},
-		Scheduler: sched,
-		Lint:      lint,
-		RefineEnv: func(lw *ledger.Writer, trialDir string) refine.Env {
-			return liveRefineEnv(sched, lint, lw, trialDir, prog, argv, adapter, f.timeout)
-		},
+		Scheduler: live.Scheduler(),
+		Lint:      live.Lint,
+		RefineEnv: live.Env,
 		Header: func(profile, profileHash string, cfg refine.Config) ledger.Header {
-			raw, _ := json.Marshal(cfg)
-			return ledger.Header{Start: time.Now().UTC(), Profile: profile, ProfileHash: profileHash, Machine: mid, Backend: backend.Name(),
-				Tools: tools, Command: os.Args, Bench: argv, Adapter: adapter.Name(), Target: tgt.Description, Seed: cfg.Seed, Config: raw}
+			return live.Header(profile, profileHash, "", cfg)
 		},
 		Started: func(lw *ledger.Writer) error {
-			return lw.Append(ledger.Note{Text: fmt.Sprintf("pid %d; cfs state file %s", os.Getpid(), statePath)})
+			return lw.Append(ledger.Process{Pid: os.Getpid(), StateFile: statePath})
 		},
 		WriteRefined: func(path string, res *refine.Result, ledgerPath string) error {
-			return writeRefined(path, res, ledgerPath, lint)
+			return pipeline.WriteRefined(path, res, ledgerPath, live.Lint)
 		},
 		Report: func(cdir, ledgerPath string, base *profiles.Profile) error {
-			return writeReport(cdir, ledgerPath, false, base)
+			return pipeline.WriteReport(cdir, ledgerPath, live.OpenLoop(), base)
 		},
 		Repo: repo,
-		Log:  prog.log,
+		Log:  prog.Log,
 		KeepUntil: func() (context.Context, context.CancelFunc) {
 			return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		},
@@ -299,88 +280,46 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 		OnExit: onExit, Drills: drills, Start: start, StartPath: f.start}, env)
 }
 
-// onceNotes prints each distinct note once: the backend repeats its notes
-// at every apply.
-func onceNotes(note func(string)) func(string) {
-	seen := map[string]bool{}
-	return func(msg string) {
-		if !seen[msg] {
-			seen[msg] = true
-			note(msg)
-		}
+// readStart reads and lints --start (nil when not given): a lint error
+// refuses it, warnings are printed.
+func readStart(path string, lint func(*profiles.Profile) []profiles.Finding, prog *console.Line) (*profiles.Profile, error) {
+	if path == "" {
+		return nil, nil
 	}
+	p, err := profiles.Load(path)
+	if err != nil {
+		return nil, fmt.Errorf("--start: %w", err)
+	}
+	fs := lint(p)
+	if f, bad := profiles.FirstError(fs); bad {
+		return nil, fmt.Errorf("--start: %s: %s; nothing was changed", path, f)
+	}
+	for _, f := range fs {
+		prog.Log("%s: %s", path, f)
+	}
+	return p, nil
 }
 
-// synthesizeUnderLoad runs observe (the benchmark running), analyze and
-// synthesize on the target (given as its flags) into dir and returns the
-// fresh profile, its file and the analysis.
-func synthesizeUnderLoad(ctx context.Context, f canaryFlags, target []string, shape profiles.Shape, stderr io.Writer, dir string) (*profiles.Profile, string, *analyze.Analysis, error) {
-	stage := func(name string, args ...string) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		root := newRootCmd(io.Discard, stderr)
-		root.SetArgs(args)
-		if err := root.Execute(); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		return ctx.Err()
+// freshProfile is a cycle's observe, analyze and synthesize: the fresh
+// profile as written (read back, so that it is what a repository would
+// get), its file and the analysis.
+func freshProfile(ctx context.Context, tgt *target.Target, opts pipeline.FreshOptions, prog *console.Line) (*profiles.Profile, string, *analyze.Analysis, error) {
+	fr, err := pipeline.Fresh(ctx, tgt, opts)
+	if errors.Is(err, pipeline.ErrLoadTooLong) {
+		return nil, "", nil, fmt.Errorf("%w: lengthen --duration", err)
 	}
-	obs := filepath.Join(dir, "observe")
-	stopLoad, err := startLoad(f.bench, f.adapter, f.timeout)
 	if err != nil {
 		return nil, "", nil, err
 	}
-	err = stage("observe", append([]string{"observe", "--duration", f.duration.String(), "--out", obs, "-q"}, target...)...)
-	runs, loadErr := stopLoad()
-	if err != nil {
-		return nil, "", nil, err
+	for _, w := range fr.Profile.Warnings {
+		prog.Log("temper-train: warning: %s", w)
 	}
-	if runs == 0 {
-		return nil, "", nil, fmt.Errorf("observe: the benchmark finished no run while the workload was traced: %w", cmp(loadErr, errors.New("it ran for the whole trace: lengthen --duration")))
+	for _, fd := range fr.Profile.Lint {
+		prog.Log("temper-train: lint: %s", fd)
 	}
-	analysis := filepath.Join(dir, "analysis.json")
-	if err := stage("analyze", "analyze", "--snapshot", filepath.Join(obs, "snapshot.json"), "--json", analysis, filepath.Join(obs, "trace.pftrace")); err != nil {
-		return nil, "", nil, err
-	}
-	profDir := filepath.Join(dir, "profiles")
-	if err := stage("synthesize", "synthesize", analysis, "--id", f.id, "--snapshot", filepath.Join(obs, "snapshot.json"), "--out", profDir); err != nil {
-		return nil, "", nil, err
-	}
-	path := filepath.Join(profDir, profiles.RelPath(f.id, shape))
-	src, err := os.ReadFile(path)
+	p, err := profiles.Load(fr.Profile.Path)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("synthesize: %w", err)
 	}
-	p, err := profiles.Parse(path, src)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	a, err := synthesize.LoadAnalysis(analysis)
-	if err != nil {
-		return nil, "", nil, err
-	}
-	return p, path, a, nil
-}
-
-// liveRefineEnv is refine's environment for one canary cycle on the live
-// target: its ledger lw, trials under trialDir.
-func liveRefineEnv(sched *liveScheduler, lint func(*profiles.Profile) []profiles.Finding, lw *ledger.Writer, trialDir string,
-	prog *refineProgress, argv []string, adapter bench.Adapter, timeout time.Duration) refine.Env {
-	return refine.Env{
-		Scheduler: sched,
-		Lint:      lint,
-		Ledger:    lw,
-		TrialDir:  trialDir,
-		Log:       prog.log,
-		Progress:  prog.update,
-		Bench: func(ctx context.Context, trialDir string) (map[string]float64, error) {
-			r, err := bench.Run(ctx, bench.Command{Argv: argv, Adapter: adapter, Timeout: timeout, Dir: trialDir})
-			if err != nil {
-				return nil, err
-			}
-			return r.Metrics, nil
-		},
-		Background: func(n int) (refine.Spinners, error) { return background.Start(n) },
-	}
+	return p, fr.Profile.Path, fr.Analysis.Analysis, nil
 }

@@ -14,42 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"temper.codes/temper-train/internal/need"
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/refine/ledger"
+	"temper.codes/temper-train/scheduler/cfs"
+	"temper.codes/temper-train/scheduler/schedulertest"
 )
-
-// gitRepo makes an empty profiles repository with a committer identity of
-// its own.
-func gitRepo(t *testing.T) string {
-	t.Helper()
-	need.Tool(t, "git", "git")
-	dir := filepath.Join(t.TempDir(), "profiles-repo")
-	for _, args := range [][]string{{"init", "-q", dir}, {"-C", dir, "config", "user.name", "canary test"},
-		{"-C", dir, "config", "user.email", "canary@test.invalid"}, {"-C", dir, "commit", "-q", "--allow-empty", "-m", "empty"}} {
-		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	return dir
-}
-
-func gitOut(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func writeTestFile(t *testing.T, dir, name, text string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 // canaryArgs are the smallest sizes of a canary run on the demo workload
 // with the planted benchmark: the check's n (--final-n 4) is the smallest
@@ -73,19 +42,16 @@ func canaryArgs(t *testing.T, w *demoWorkload, out string) []string {
 // profile in force is the last good one again. Nothing stays changed.
 func TestCanaryLoop(t *testing.T) {
 	needTracing(t)
-	needSchedPrivileges(t)
+	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 	tt := buildCLI(t)
 	w := startDemo(t)
 	before := w.views(t)
-	repo := gitRepo(t)
+	repo := testkit.GitRepo(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "canary")
 	// The request path under SCHED_IDLE: the planted benchmark reports it
 	// 3× worse.
-	drill, err := filepath.Abs("../../testdata/drills/demo-harmful.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	drill := testkit.RepoFile(t, "testdata/drills/demo-harmful.toml")
 	args := append(canaryArgs(t, w, out), "--cycles", "3", "--drill", "2:"+drill, "--git-commit", repo)
 	b, err := exec.Command(tt, args...).CombinedOutput()
 	t.Logf("%s", b)
@@ -126,20 +92,20 @@ func TestCanaryLoop(t *testing.T) {
 		}
 	}
 	shape := strings.TrimSuffix(filepath.Base(c1.CandidatePath), ".toml")
-	log := gitOut(t, repo, "log", "--format=%H %s", "--name-only")
+	log := testkit.Git(t, repo, "log", "--format=%H %s", "--name-only")
 	if got := strings.Count(log, "canary cycle"); got != passed {
 		t.Errorf("%d canary commits for %d passed cycles:\n%s", got, passed, log)
 	}
 	if !strings.Contains(log, "profiles/demo-workload/"+shape+".toml") {
 		t.Errorf("no profiles/demo-workload/%s.toml in the log:\n%s", shape, log)
 	}
-	msg := gitOut(t, repo, "log", "-1", "--format=%B", c1.Commit)
+	msg := testkit.Git(t, repo, "log", "-1", "--format=%B", c1.Commit)
 	for _, want := range []string{"p99_ms at bg=0", "n=4+4", "p=", "Ledger: "} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("commit message lacks %q:\n%s", want, msg)
 		}
 	}
-	if st := gitOut(t, repo, "status", "--porcelain"); st != "" {
+	if st := testkit.Git(t, repo, "status", "--porcelain"); st != "" {
 		t.Errorf("repo left dirty: %s", st)
 	}
 	if after := w.views(t); fmt.Sprint(after) != fmt.Sprint(before) {
@@ -152,7 +118,7 @@ func TestCanaryLoop(t *testing.T) {
 // trial is left open.
 func TestCanarySIGTERM(t *testing.T) {
 	needTracing(t)
-	needSchedPrivileges(t)
+	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 	tt := buildCLI(t)
 	w := startDemo(t)
 	before := w.views(t)
@@ -198,7 +164,7 @@ func TestCanarySIGTERM(t *testing.T) {
 // loop until SIGTERM, and is reverted then.
 func TestCanaryOnExitKeep(t *testing.T) {
 	needTracing(t)
-	needSchedPrivileges(t)
+	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 	tt := buildCLI(t)
 	w := startDemo(t)
 	before := w.views(t)
@@ -255,12 +221,13 @@ func (s *syncBuffer) String() string {
 // refines the fresh synthesis instead.
 func TestCanaryDrift(t *testing.T) {
 	needTracing(t)
-	needSchedPrivileges(t)
+	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 	tt := buildCLI(t)
 	w := startDemo(t)
 	before := w.views(t)
 	dir := t.TempDir()
-	start := writeTestFile(t, dir, "start.toml", `schema_version = 1
+	start := filepath.Join(dir, "start.toml")
+	testkit.WriteTree(t, dir, map[string]string{"start.toml": `schema_version = 1
 id = "demo-workload"
 
 [[thread_groups]]
@@ -278,7 +245,7 @@ treatment = "batch"
 name = "rest"
 match = { all = true }
 treatment = "normal"
-`)
+`})
 	out := filepath.Join(dir, "canary")
 	b, err := exec.Command(tt, append(canaryArgs(t, w, out), "--cycles", "1", "--start", start)...).CombinedOutput()
 	t.Logf("%s", b)
@@ -309,10 +276,10 @@ treatment = "normal"
 // TestCanaryDirtyRepo: a profiles repository with uncommitted changes is a
 // one-line error before anything runs.
 func TestCanaryDirtyRepo(t *testing.T) {
-	needSchedPrivileges(t)
+	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 	tt := buildCLI(t)
-	repo := gitRepo(t)
-	writeTestFile(t, repo, "stray.toml", "x")
+	repo := testkit.GitRepo(t)
+	testkit.WriteTree(t, repo, map[string]string{"stray.toml": "x"})
 	out := filepath.Join(t.TempDir(), "canary")
 	b, err := exec.Command(tt, "canary", "--pid", strconv.Itoa(os.Getpid()), "--id", "x", "--interval", "1m", "--bench", "true",
 		"--adapter", "jsonl", "--backend", "cfs", "--git-commit", repo, "--out", out).CombinedOutput()

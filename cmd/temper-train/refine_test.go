@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/refine/ledger"
 	"temper.codes/temper-train/scheduler/cfs"
+	"temper.codes/temper-train/scheduler/schedulertest"
 )
 
 // refineProfile gives the demo workload's workers latency treatment and
@@ -44,7 +46,7 @@ type demoWorkload struct {
 
 func startDemo(t *testing.T, extra ...string) *demoWorkload {
 	t.Helper()
-	bin := buildWorkload(t)
+	bin := testkit.Workload(t)
 	dir := t.TempDir()
 	w := &demoWorkload{stats: filepath.Join(dir, "wl.stats"), tids: map[string]int{}}
 	w.cmd = exec.Command(bin, append([]string{"--dir", dir, "--rate", "1000", "--stats", w.stats}, extra...)...)
@@ -84,21 +86,15 @@ func (w *demoWorkload) views(t *testing.T) map[string]schedView {
 
 func writeProfile(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "refine-test.toml")
-	if err := os.WriteFile(p, []byte(refineProfile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
+	dir := t.TempDir()
+	testkit.WriteTree(t, dir, map[string]string{"refine-test.toml": refineProfile})
+	return filepath.Join(dir, "refine-test.toml")
 }
 
 // demoBench is the jsonl benchmark of the demo workload, secs per trial.
 func demoBench(t *testing.T, stats string, secs float64) string {
 	t.Helper()
-	script, err := filepath.Abs("../../scripts/demo-bench.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("%s %s %g", script, stats, secs)
+	return fmt.Sprintf("%s %s %g", testkit.RepoFile(t, "scripts/demo-bench.sh"), stats, secs)
 }
 
 // shortRun are the smallest stage sizes: a run of a few dozen trials.
@@ -149,7 +145,7 @@ func checkSpinners(t *testing.T, l *ledger.Ledger) {
 // benchmark and the CFS backend: calibration, a round, the final
 // comparison, a ledger that reads back and nothing left changed.
 func TestRefineDemo(t *testing.T) {
-	needSchedPrivileges(t)
+	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 	tt := buildCLI(t)
 	w := startDemo(t)
 	before := w.views(t)
@@ -211,7 +207,7 @@ esac
 // profile in force and spinners running, is a one-line error, with the
 // ledger intact, scheduling reverted and spinners gone.
 func TestRefineErrors(t *testing.T) {
-	needSchedPrivileges(t)
+	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 	tt := buildCLI(t)
 	for _, tc := range []struct {
 		name  string
@@ -287,7 +283,7 @@ func TestRefineErrors(t *testing.T) {
 // the cut-off trial is run again and said so, no completed trial runs
 // twice, the dead run's spinners are reaped and its scheduling reverted.
 func TestRefineResumeAfterSIGKILL(t *testing.T) {
-	needSchedPrivileges(t)
+	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 	tt := buildCLI(t)
 	w := startDemo(t)
 	before := w.views(t)
@@ -333,6 +329,12 @@ func TestRefineResumeAfterSIGKILL(t *testing.T) {
 		t.Fatalf("%d open trials after SIGKILL, want 1", len(open))
 	}
 	done := len(l.Done())
+	// A copy of the ledger as the killed run left it, for resuming with
+	// another profile below (the resumed run finishes this one).
+	cutOff := filepath.Join(t.TempDir(), "cut-off.jsonl")
+	if b, err := os.ReadFile(ledgerPath); err != nil || os.WriteFile(cutOff, b, 0o644) != nil {
+		t.Fatalf("copy the ledger: %v", err)
+	}
 
 	res := exec.Command(tt, "refine", prof, "--pid", strconv.Itoa(w.cmd.Process.Pid), "--bench", bench, "--adapter", "jsonl",
 		"--resume", ledgerPath, "-q", "--backend", "cfs")
@@ -371,9 +373,10 @@ func TestRefineResumeAfterSIGKILL(t *testing.T) {
 	checkClean(t, w, before, ledgerPath)
 
 	// Another profile's ledger is refused in one line.
-	other := filepath.Join(t.TempDir(), "other.toml")
-	os.WriteFile(other, []byte(strings.Replace(refineProfile, `"refine-test"`, `"other"`, 1)), 0o644)
-	b, err = exec.Command(tt, "refine", other, "--pid", strconv.Itoa(w.cmd.Process.Pid), "--bench", bench, "--adapter", "jsonl", "--resume", ledgerPath).CombinedOutput()
+	dir := t.TempDir()
+	testkit.WriteTree(t, dir, map[string]string{"other.toml": strings.Replace(refineProfile, `"refine-test"`, `"other"`, 1)})
+	b, err = exec.Command(tt, "refine", filepath.Join(dir, "other.toml"), "--pid", strconv.Itoa(w.cmd.Process.Pid), "--bench", bench,
+		"--adapter", "jsonl", "--resume", cutOff).CombinedOutput()
 	if err == nil || !strings.Contains(string(b), "was made for profile") || strings.Count(strings.TrimSpace(string(b)), "\n") > 0 {
 		t.Errorf("another profile's ledger: %v\n%s", err, b)
 	}
@@ -383,7 +386,7 @@ func TestRefineResumeAfterSIGKILL(t *testing.T) {
 // one-line error that says how to resume, with the trial recorded as
 // failed, scheduling reverted and spinners gone.
 func TestRefineInterrupt(t *testing.T) {
-	needSchedPrivileges(t)
+	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 	tt := buildCLI(t)
 	w := startDemo(t)
 	before := w.views(t)
@@ -428,9 +431,9 @@ func TestRefineInterrupt(t *testing.T) {
 // benchmark; every stage's output is there and the workload is stopped.
 func TestTrainDemo(t *testing.T) {
 	needTracing(t)
-	needSchedPrivileges(t)
+	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 	tt := buildCLI(t)
-	bin := buildWorkload(t)
+	bin := testkit.Workload(t)
 	dir := t.TempDir()
 	stats := filepath.Join(dir, "wl.stats")
 	out := filepath.Join(dir, "train")
