@@ -196,42 +196,18 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 		reason = "--for " + f.forDur.String() + " passed"
 	}
 
-	var errs []error
-	if sum.Err != nil {
-		errs = append(errs, sum.Err)
+	retry := ""
+	if state != "" {
+		retry = " (the state file is kept: run temper-train apply --revert to retry)"
 	}
-	if sum.RevertErr != nil {
-		msg := "revert: %w"
-		if state != "" {
-			msg += " (the state file is kept: run temper-train apply --revert to retry)"
-		}
-		errs = append(errs, fmt.Errorf(msg, sum.RevertErr))
-	}
-	if sum.StatsErr != nil {
-		errs = append(errs, fmt.Errorf("stats: %w", sum.StatsErr))
-	}
+	errs := sum.Errs(retry)
 	if f.statsJSON != "" && sum.StatsErr == nil {
 		if err := scheduler.NewReport(sess.Plan(), backend.Name(), tgt.Description, reason, sum).Write(f.statsJSON); err != nil {
 			errs = append(errs, fmt.Errorf("--stats-json: %w", err))
 		}
 	}
-
-	fmt.Fprintf(stdout, "profile   %s (backend %s)\n", prof.ID, backend.Name())
-	fmt.Fprintf(stdout, "target    %s\n", tgt.Description)
-	fmt.Fprintf(stdout, "stopped   after %.2f s: %s\n", sum.Elapsed.Seconds(), reason)
-	if sum.RevertErr != nil {
-		fmt.Fprintln(stdout, "reverted  FAILED (see the error below)")
-	} else {
-		fmt.Fprintln(stdout, "reverted  every change")
-	}
-	if sum.StatsErr == nil {
-		fmt.Fprintln(stdout)
-		scheduler.WriteStats(stdout, sum.Stats, sum.Elapsed)
-	}
-	if len(errs) > 0 {
-		return flatErr(errors.Join(errs...))
-	}
-	return nil
+	sum.Write(stdout, prof.ID, backend.Name(), tgt.Description, reason)
+	return flatErr(errors.Join(errs...))
 }
 
 // chooseBackend returns the backend --backend names (pipeline.ChooseBackend)
@@ -321,9 +297,9 @@ func stateFlagError(err error, state string) error {
 }
 
 // flatErr puts a multi-line error (errors.Join) on one line, keeping a
-// one-line error as it is.
+// one-line error (or nil) as it is.
 func flatErr(err error) error {
-	if !strings.Contains(err.Error(), "\n") {
+	if err == nil || !strings.Contains(err.Error(), "\n") {
 		return err
 	}
 	return errors.New(oneLine(err))
