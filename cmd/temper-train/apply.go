@@ -15,7 +15,6 @@ import (
 
 	"temper.codes/temper-train/pipeline"
 	"temper.codes/temper-train/profiles"
-	"temper.codes/temper-train/refine/background"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/scheduler/lease"
@@ -244,41 +243,21 @@ func runRevert(cmd *cobra.Command, f applyFlags, a []string) error {
 	if len(a) > 1 {
 		return usageError{fmt.Errorf("--revert takes at most one state file, got %d", len(a))}
 	}
-	note := func(msg string) { fmt.Fprintf(stderr, "note: %s\n", msg) }
-	// A live run's state is its own: reverting beside it would undo its
-	// cpusets under it. A dead owner's lease is taken over at once: what
-	// it left is what this command reverts next.
-	node, err := lease.Acquire(context.Background(), cfs.DefaultStateDir, lease.Options{Wait: f.waitLock,
-		OnStale: func(lease.Owner) error { return nil }})
+	file := ""
+	if len(a) == 1 {
+		file = a[0]
+	}
+	r, err := pipeline.Revert(context.Background(), file, f.waitLock, func(msg string) { fmt.Fprintf(stderr, "note: %s\n", msg) })
+	for _, path := range r.Files {
+		fmt.Fprintf(stdout, "reverted  %s\n", path)
+	}
+	if r.None {
+		fmt.Fprintf(stdout, "nothing to revert: no state files in %s\n", cfs.DefaultStateDir)
+	}
 	if errors.Is(err, lease.ErrHeld) {
 		return fmt.Errorf("%w; wait for it with --wait-lock DURATION", err)
 	}
-	if err != nil {
-		return err
-	}
-	defer node.Release()
-	if len(a) == 1 {
-		if err := cfs.RevertFile(a[0], note); err != nil {
-			return flatErr(err)
-		}
-		fmt.Fprintf(stdout, "reverted  %s\n", a[0])
-		return nil
-	}
-	done, err := cfs.RevertStale(cfs.DefaultStateDir, note)
-	for _, path := range done {
-		fmt.Fprintf(stdout, "reverted  %s\n", path)
-	}
-	switch {
-	case errors.Is(err, cfs.ErrNoState):
-		fmt.Fprintf(stdout, "nothing to revert: no state files in %s\n", cfs.DefaultStateDir)
-	case err != nil:
-		return flatErr(err)
-	}
-	// The spinner cgroups of runs killed by SIGKILL go too (a live run's stay).
-	if err := background.RemoveLeftovers(); err != nil {
-		return flatErr(err)
-	}
-	return nil
+	return flatErr(err)
 }
 
 // stateFlagError adds to an error of the CFS backend about its state file
