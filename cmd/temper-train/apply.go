@@ -15,7 +15,6 @@ import (
 
 	"temper.codes/temper-train/pipeline"
 	"temper.codes/temper-train/profiles"
-	"temper.codes/temper-train/refine/background"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/scheduler/lease"
@@ -196,42 +195,18 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 		reason = "--for " + f.forDur.String() + " passed"
 	}
 
-	var errs []error
-	if sum.Err != nil {
-		errs = append(errs, sum.Err)
+	retry := ""
+	if state != "" {
+		retry = " (the state file is kept: run temper-train apply --revert to retry)"
 	}
-	if sum.RevertErr != nil {
-		msg := "revert: %w"
-		if state != "" {
-			msg += " (the state file is kept: run temper-train apply --revert to retry)"
-		}
-		errs = append(errs, fmt.Errorf(msg, sum.RevertErr))
-	}
-	if sum.StatsErr != nil {
-		errs = append(errs, fmt.Errorf("stats: %w", sum.StatsErr))
-	}
+	errs := sum.Errs(retry)
 	if f.statsJSON != "" && sum.StatsErr == nil {
 		if err := scheduler.NewReport(sess.Plan(), backend.Name(), tgt.Description, reason, sum).Write(f.statsJSON); err != nil {
 			errs = append(errs, fmt.Errorf("--stats-json: %w", err))
 		}
 	}
-
-	fmt.Fprintf(stdout, "profile   %s (backend %s)\n", prof.ID, backend.Name())
-	fmt.Fprintf(stdout, "target    %s\n", tgt.Description)
-	fmt.Fprintf(stdout, "stopped   after %.2f s: %s\n", sum.Elapsed.Seconds(), reason)
-	if sum.RevertErr != nil {
-		fmt.Fprintln(stdout, "reverted  FAILED (see the error below)")
-	} else {
-		fmt.Fprintln(stdout, "reverted  every change")
-	}
-	if sum.StatsErr == nil {
-		fmt.Fprintln(stdout)
-		scheduler.WriteStats(stdout, sum.Stats, sum.Elapsed)
-	}
-	if len(errs) > 0 {
-		return flatErr(errors.Join(errs...))
-	}
-	return nil
+	sum.Write(stdout, prof.ID, backend.Name(), tgt.Description, reason)
+	return flatErr(errors.Join(errs...))
 }
 
 // chooseBackend returns the backend --backend names (pipeline.ChooseBackend)
@@ -268,41 +243,21 @@ func runRevert(cmd *cobra.Command, f applyFlags, a []string) error {
 	if len(a) > 1 {
 		return usageError{fmt.Errorf("--revert takes at most one state file, got %d", len(a))}
 	}
-	note := func(msg string) { fmt.Fprintf(stderr, "note: %s\n", msg) }
-	// A live run's state is its own: reverting beside it would undo its
-	// cpusets under it. A dead owner's lease is taken over at once: what
-	// it left is what this command reverts next.
-	node, err := lease.Acquire(context.Background(), cfs.DefaultStateDir, lease.Options{Wait: f.waitLock,
-		OnStale: func(lease.Owner) error { return nil }})
+	file := ""
+	if len(a) == 1 {
+		file = a[0]
+	}
+	r, err := pipeline.Revert(context.Background(), file, f.waitLock, func(msg string) { fmt.Fprintf(stderr, "note: %s\n", msg) })
+	for _, path := range r.Files {
+		fmt.Fprintf(stdout, "reverted  %s\n", path)
+	}
+	if r.None {
+		fmt.Fprintf(stdout, "nothing to revert: no state files in %s\n", cfs.DefaultStateDir)
+	}
 	if errors.Is(err, lease.ErrHeld) {
 		return fmt.Errorf("%w; wait for it with --wait-lock DURATION", err)
 	}
-	if err != nil {
-		return err
-	}
-	defer node.Release()
-	if len(a) == 1 {
-		if err := cfs.RevertFile(a[0], note); err != nil {
-			return flatErr(err)
-		}
-		fmt.Fprintf(stdout, "reverted  %s\n", a[0])
-		return nil
-	}
-	done, err := cfs.RevertStale(cfs.DefaultStateDir, note)
-	for _, path := range done {
-		fmt.Fprintf(stdout, "reverted  %s\n", path)
-	}
-	switch {
-	case errors.Is(err, cfs.ErrNoState):
-		fmt.Fprintf(stdout, "nothing to revert: no state files in %s\n", cfs.DefaultStateDir)
-	case err != nil:
-		return flatErr(err)
-	}
-	// The spinner cgroups of runs killed by SIGKILL go too (a live run's stay).
-	if err := background.RemoveLeftovers(); err != nil {
-		return flatErr(err)
-	}
-	return nil
+	return flatErr(err)
 }
 
 // stateFlagError adds to an error of the CFS backend about its state file
@@ -321,9 +276,9 @@ func stateFlagError(err error, state string) error {
 }
 
 // flatErr puts a multi-line error (errors.Join) on one line, keeping a
-// one-line error as it is.
+// one-line error (or nil) as it is.
 func flatErr(err error) error {
-	if !strings.Contains(err.Error(), "\n") {
+	if err == nil || !strings.Contains(err.Error(), "\n") {
 		return err
 	}
 	return errors.New(oneLine(err))

@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"temper.codes/temper-train/internal/kube"
 	"temper.codes/temper-train/kubejob"
 )
 
@@ -129,66 +128,38 @@ func runJob(cmd *cobra.Command, f jobFlags, stage string, stageArgs []string) er
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	src, err := kube.DefaultSource(f.kubeconfig)
-	if err != nil {
+	stderr := cmd.ErrOrStderr()
+	l, err := kubejob.Launch(ctx, kubejob.LaunchOptions{Kubeconfig: f.kubeconfig, PodNamespace: podNS, PodName: podName,
+		Spec: kubejob.Spec{Container: f.container, Image: f.image, Namespace: f.namespace, Stage: stage, Args: stageArgs,
+			Deadline: f.deadline, TTL: f.ttl, Privileged: f.privileged},
+		DryRun: f.dryRun, Wait: f.wait, Created: func(o *kubejob.Objects, node string) {
+			ns, run := o.Job.Namespace, o.Job.Name
+			fmt.Fprintf(stderr, "job %s/%s created for pod %s on node %s; outputs go to configmap %s/%s (kubectl get configmap %s -n %s -o yaml)\n",
+				ns, run, f.pod, node, ns, run, run, ns)
+		}})
+	var be *kubejob.BuildError
+	switch {
+	case errors.As(err, &be):
+		return usageError{jobFlagError(be.Err)}
+	case errors.Is(err, kubejob.ErrDeadline):
+		return fmt.Errorf("%w: give a longer --deadline", err)
+	case err != nil:
 		return err
-	}
-	cfg, err := kube.Config(src)
-	if err != nil {
-		return err
-	}
-	client, err := kubejob.NewClient(cfg, src)
-	if err != nil {
-		return err
-	}
-	pod, err := client.Pod(ctx, podNS, podName)
-	if err != nil {
-		return err
-	}
-	spec := kubejob.Spec{Pod: pod, Container: f.container, Image: f.image, Namespace: f.namespace,
-		Stage: stage, Args: stageArgs, RunID: kubejob.NewRunID(stage, podName, time.Now()),
-		Deadline: f.deadline, TTL: f.ttl, Privileged: f.privileged}
-	objs, err := kubejob.Build(spec)
-	if err != nil {
-		return usageError{jobFlagError(err)}
-	}
-	if f.dryRun {
-		y, err := objs.YAML()
+	case f.dryRun:
+		y, err := l.Objects.YAML()
 		if err != nil {
 			return err
 		}
 		_, err = cmd.OutOrStdout().Write(y)
 		return err
-	}
-	if err := client.Check(ctx, kubejob.Permissions(objs, f.wait)); err != nil {
-		return err
-	}
-	if err := client.Create(ctx, objs); err != nil {
-		return err
-	}
-	ns, run := objs.Job.Namespace, objs.Job.Name
-	stderr := cmd.ErrOrStderr()
-	fmt.Fprintf(stderr, "job %s/%s created for pod %s on node %s; outputs go to configmap %s/%s (kubectl get configmap %s -n %s -o yaml)\n",
-		ns, run, f.pod, pod.Spec.NodeName, ns, run, run, ns)
-	if !f.wait {
+	case !f.wait:
 		return nil
-	}
-	cm, err := client.Wait(ctx, objs, podNS, podName)
-	if errors.Is(err, kubejob.ErrDeadline) {
-		return fmt.Errorf("%w: give a longer --deadline", err)
-	}
-	if err != nil {
-		return err
-	}
-	outs, err := kubejob.Outputs(cm)
-	if err != nil {
-		return err
 	}
 	dir := f.out
 	if dir == "" {
-		dir = run
+		dir = l.Objects.Job.Name
 	}
-	return writeJobOutputs(cmd.OutOrStdout(), stderr, dir, outs, cm.Annotations[kubejob.AnnotationNote])
+	return writeJobOutputs(cmd.OutOrStdout(), stderr, dir, l.Outputs, l.Note)
 }
 
 // writeJobOutputs prints the summary and writes every output under dir,

@@ -102,66 +102,18 @@ func runLint(cmd *cobra.Command, f lintFlags, files []string) error {
 		return usageError{errors.New("name profile files to lint, or --builtin ID")}
 	}
 
-	var targets []lintTarget
-	for _, id := range f.builtins {
-		if id == "all" {
-			for _, c := range profiles.BuiltinCandidates() {
-				targets = append(targets, lintTarget{name: c.Source, profile: c.Profile})
-			}
-			continue
-		}
-		p, err := profiles.Builtin(id)
-		if err != nil {
-			return usageError{err}
-		}
-		targets = append(targets, lintTarget{name: "builtin/" + id + ".toml", profile: p})
+	in, err := profiles.BuiltinInputs(f.builtins)
+	if err != nil {
+		return usageError{err}
 	}
 	for _, file := range files {
-		targets = append(targets, lintTarget{name: file})
+		in = append(in, profiles.LintInput{Name: file})
 	}
-
-	var errs, warns, bad int
-	for _, t := range targets {
-		p := t.profile
-		if p == nil {
-			p, err = profiles.Load(t.name)
-			if err != nil {
-				bad++
-				errs++
-				if _, err := fmt.Fprintf(out, "%s\n", oneLine(err)); err != nil {
-					return err
-				}
-				continue
-			}
-		}
-		fs := profiles.Lint(p, opt)
-		for _, x := range fs {
-			if x.Severity == profiles.Error {
-				errs++
-			} else {
-				warns++
-			}
-			if _, err := fmt.Fprintf(out, "%s: %s\n", t.name, lintFinding(x)); err != nil {
-				return err
-			}
-		}
-		if profiles.HasErrors(fs) {
-			bad++
-		} else if len(fs) == 0 {
-			if _, err := fmt.Fprintf(out, "%s: ok (%s)\n", t.name, f.checkedAgainst()); err != nil {
-				return err
-			}
-		}
+	tally, err := profiles.LintAll(out, in, opt, lintFinding)
+	if err != nil {
+		return err
 	}
-	if errs > 0 {
-		return fmt.Errorf("lint: %d of %d profiles have errors (%d errors, %d warnings)", bad, len(targets), errs, warns)
-	}
-	return nil
-}
-
-type lintTarget struct {
-	name    string
-	profile *profiles.Profile // nil: load name
+	return tally.Err()
 }
 
 // options turns the flags into LintOptions, rejecting bad values as usage
@@ -188,13 +140,6 @@ func (f lintFlags) options() (profiles.LintOptions, error) {
 		opt.RequestMillicores = m
 	}
 	return opt, nil
-}
-
-func (f lintFlags) checkedAgainst() string {
-	if f.backend != "" {
-		return f.backend
-	}
-	return strings.Join(profiles.ShippedBackends(), ", ")
 }
 
 // lintFinding formats a finding naming the options it points to by the
@@ -232,21 +177,10 @@ func explainPod(out io.Writer, f lintFlags, shape *profiles.Shape) error {
 	} else if _, err := fmt.Fprintln(out, "no --shape: any machine shape matches"); err != nil {
 		return err
 	}
-	ch, err := profiles.Resolve(cands, pod, machine)
-	for _, line := range ch.Explanation {
-		if _, err := fmt.Fprintln(out, line); err != nil {
-			return err
-		}
-	}
-	if err != nil {
+	if err := profiles.Explain(out, cands, pod, machine); err != nil {
 		return fmt.Errorf("%s: %w", f.podJSON, err)
 	}
-	if ch.Profile == nil {
-		_, err = fmt.Fprintln(out, "result: no profile")
-		return err
-	}
-	_, err = fmt.Fprintf(out, "result: %s from %s\n", ch.Profile.ID, ch.Source)
-	return err
+	return nil
 }
 
 // oneLine keeps an error on one line of output.

@@ -173,9 +173,8 @@ func (f observeFlags) recordOptions() (record.Options, error) {
 	if err != nil {
 		return record.Options{}, fmt.Errorf("--buffer-size: %w", err)
 	}
-	attach := map[string]string{"auto": record.AttachAuto, "tp_btf": record.AttachBTF, "raw_tp": record.AttachRawTP}
-	mode, ok := attach[f.attach]
-	if !ok {
+	mode, err := record.ParseAttach(f.attach)
+	if err != nil {
 		return record.Options{}, fmt.Errorf("--attach %q: want auto, tp_btf or raw_tp", f.attach)
 	}
 	o := record.Options{Duration: f.duration, MaxEvents: f.maxEvents, MaxBytes: maxBytes,

@@ -5,13 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"math/rand/v2"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -22,7 +17,6 @@ import (
 	"temper.codes/temper-train/refine"
 	"temper.codes/temper-train/refine/bench"
 	"temper.codes/temper-train/refine/ledger"
-	"temper.codes/temper-train/refine/report"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/scheduler/lease"
@@ -163,53 +157,6 @@ func (f *refineFlags) register(cmd *cobra.Command) {
 	fl.DurationVar(&f.waitLock, "wait-lock", 0, "wait up to this long for another run that owns this node's scheduling state (0: refuse at once)")
 }
 
-// parsePercent reads "5%", "-5%" or "0.05" as a fraction.
-func parsePercent(s string) (float64, error) {
-	t := strings.TrimSpace(s)
-	pct := strings.HasSuffix(t, "%")
-	v, err := strconv.ParseFloat(strings.TrimSuffix(t, "%"), 64)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a percentage (e.g. 5%%)", s)
-	}
-	if pct {
-		v /= 100
-	}
-	return v, nil
-}
-
-// parseGuard reads METRIC:BOUND, e.g. throughput:-5% (5% worse allowed).
-func parseGuard(s string) (refine.Guard, error) {
-	m, b, ok := strings.Cut(s, ":")
-	if !ok || m == "" {
-		return refine.Guard{}, fmt.Errorf("--guard %q: want METRIC:BOUND, e.g. throughput:-5%%", s)
-	}
-	v, err := parsePercent(b)
-	if err != nil {
-		return refine.Guard{}, fmt.Errorf("--guard %q: %v", s, err)
-	}
-	d, err := bench.DirectionOf(m)
-	if err != nil {
-		return refine.Guard{}, fmt.Errorf("--guard %q: %w", s, err)
-	}
-	if v > 0 {
-		return refine.Guard{}, fmt.Errorf("--guard %q: the bound is how much worse is tolerated, ≤ 0 (e.g. -5%%)", s)
-	}
-	return refine.Guard{Metric: m, Dir: d, Bound: math.Abs(v)}, nil
-}
-
-// parseLadder reads "0,1,2,4".
-func parseLadder(s string) ([]int, error) {
-	var out []int
-	for _, p := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n < 0 || n > 256 {
-			return nil, fmt.Errorf("--ladder %q: %q is not a spinner count 0..256", s, p)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
 // runRefine checks the flags, resolves the target and refines the profile
 // with the pipeline; the command adds the progress line and the summary.
 func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []string) error {
@@ -259,8 +206,7 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 	if err != nil {
 		return refineFlagError(err, run)
 	}
-	printRefineSummary(stdout, run)
-	return nil
+	return run.Report(stdout)
 }
 
 // takeNode takes the node's lease on its scheduling state for the run (see
@@ -332,76 +278,22 @@ func refineFlagError(err error, run *pipeline.RefineRun) error {
 	return outFlagError(err)
 }
 
-// refineProgressText is the progress line of a refine run.
-func refineProgressText(r refine.Progress) string {
-	return fmt.Sprintf("trial %d/~%d  %s  %s  round %d, %d accepted  %s elapsed, ETA %s",
-		r.Trials, r.Planned, r.Stage, truncate(r.Step, 40), r.Round, r.Accepted,
-		r.Elapsed.Round(time.Second), r.ETA.Round(time.Second))
-}
+// refineProgressText is the progress line of a refine run (canary's too).
+func refineProgressText(r refine.Progress) string { return r.String() }
 
-// config builds the engine's configuration from the flags.
+// config builds the engine's configuration from the flags; a setting that
+// does not parse names its flag.
 func (f *refineFlags) config() (refine.Config, error) {
-	c := refine.Config{Metric: f.metric, Alpha: f.alpha, MaxTrials: f.maxTrials, MaxTime: f.maxTime, Warmup: f.warmup, Seed: f.seed,
-		CalibrationN: f.n[0], ScreenN: f.n[1], ConfirmN: f.n[2], FinalN: f.n[3]}
-	d, err := bench.DirectionOf(f.metric)
-	if err != nil {
-		return c, fmt.Errorf("--metric: %w", err)
+	c, err := refine.Settings{Config: refine.Config{Metric: f.metric, Alpha: f.alpha, MaxTrials: f.maxTrials, MaxTime: f.maxTime,
+		Warmup: f.warmup, Seed: f.seed, CalibrationN: f.n[0], ScreenN: f.n[1], ConfirmN: f.n[2], FinalN: f.n[3]},
+		MinEffect: f.minEffect, Guards: f.guards, Ladder: f.ladder, Background: f.background}.Parse()
+	var se *refine.SettingError
+	if errors.As(err, &se) {
+		flag := map[string]string{"Metric": "--metric: ", "MinEffect": "--min-effect: ", "Guards": "--guard ", "Ladder": "--ladder "}
+		return c, fmt.Errorf("%s%w", flag[se.Setting], se.Err)
 	}
-	c.Dir = d
-	if c.MinEffect, err = parsePercent(f.minEffect); err != nil {
-		return c, fmt.Errorf("--min-effect: %v", err)
-	}
-	for _, g := range f.guards {
-		gd, err := parseGuard(g)
-		if err != nil {
-			return c, err
-		}
-		if gd.Metric != f.metric {
-			c.Guards = append(c.Guards, gd)
-		}
-	}
-	switch {
-	case f.ladder != "":
-		if c.Ladder, err = parseLadder(f.ladder); err != nil {
-			return c, err
-		}
-	default:
-		c.Ladder = []int{f.background}
-	}
-	if c.Seed == 0 {
-		c.Seed = rand.Uint64()
-	}
-	c.Defaults()
-	return c, c.Check()
+	return c, err
 }
 
-func printRefineSummary(w io.Writer, run *pipeline.RefineRun) {
-	res, metric := run.Result, run.Config.Metric
-	fmt.Fprintf(w, "calibration (stock vs stock):\n")
-	for _, c := range res.Calibration {
-		fmt.Fprintf(w, "  bg=%d  %s CV %.1f%% over %d trials\n", c.Bg, metric, 100*c.CV[metric], c.N)
-	}
-	fmt.Fprintf(w, "hill climbing: %d round(s), %d step(s) accepted; %s\n", len(res.Rounds), len(res.Accepted), res.Stopped)
-	for _, s := range res.Accepted {
-		fmt.Fprintf(w, "  accepted  %s\n", s)
-	}
-	fmt.Fprintf(w, "final (stock A vs refined B):\n")
-	for _, d := range res.Final {
-		fmt.Fprintf(w, "  %s\n", d.Line)
-	}
-	fmt.Fprintf(w, "trials    %d\n", res.Trials)
-	fmt.Fprintf(w, "ledger    %s\n", run.Ledger)
-	fmt.Fprintf(w, "report    %s\n", filepath.Join(run.Dir, report.File))
-	if run.Refined != "" {
-		fmt.Fprintf(w, "refined   %s\n", run.Refined)
-	} else {
-		fmt.Fprintf(w, "refined   none written: the refined profile did not beat stock CFS in the final comparison\n")
-	}
-}
-
-func truncate(s string, n int) string {
-	if len([]rune(s)) <= n {
-		return s
-	}
-	return string([]rune(s)[:n-1]) + "…"
-}
+// printRefineSummary prints refine's closing summary (train prints it too).
+func printRefineSummary(w io.Writer, run *pipeline.RefineRun) { run.Report(w) }
