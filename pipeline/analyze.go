@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"temper.codes/temper-train/analyze"
@@ -91,4 +92,18 @@ func lintError(fs []profiles.Finding, format string, args ...any) error {
 		return nil
 	}
 	return fmt.Errorf("%s: %s", fmt.Sprintf(format, args...), f)
+}
+
+// Report writes the analysis's terminal report (analyze.Analysis.Report)
+// and then the files Analyze wrote besides the JSON, one "wrote" line each.
+func (a *Analyzed) Report(w io.Writer, opts analyze.ReportOptions) error {
+	if err := a.Analysis.Report(w, opts); err != nil {
+		return err
+	}
+	for _, p := range a.Wrote {
+		if _, err := fmt.Fprintf(w, "wrote %s\n", p); err != nil {
+			return err
+		}
+	}
+	return nil
 }

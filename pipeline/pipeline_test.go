@@ -54,7 +54,7 @@ func TestAnalyze(t *testing.T) {
 	dir := t.TempDir()
 	a := analyzeWorkload(t, "workload-tracefs.txt.gz", AnalyzeOptions{JSON: filepath.Join(dir, "analysis.json"), DOT: filepath.Join(dir, "wakes.dot")})
 	var report bytes.Buffer
-	if err := a.Report(&report, analyze.ReportOptions{Edges: 15, AllThreads: "--json", GiveSnapshot: "pass --snapshot"}); err != nil {
+	if err := a.Analysis.Report(&report, analyze.ReportOptions{Edges: 15, AllThreads: "--json", GiveSnapshot: "pass --snapshot"}); err != nil {
 		t.Fatal(err)
 	}
 	if want := readFile(t, "../analyze/testdata/report-workload.txt"); !bytes.Equal(report.Bytes(), want) {

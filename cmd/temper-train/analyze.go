@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -117,18 +116,5 @@ func runAnalyze(cmd *cobra.Command, f analyzeFlags, trace string) error {
 	if f.json == "-" {
 		return a.Write(cmd.OutOrStdout())
 	}
-	return printAnalysis(cmd.OutOrStdout(), a, analyze.ReportOptions{Edges: f.edges, Wide: f.wide, AllThreads: "--json", GiveSnapshot: "pass --snapshot"})
-}
-
-// printAnalysis prints the report and the files written.
-func printAnalysis(out io.Writer, a *pipeline.Analyzed, opts analyze.ReportOptions) error {
-	if err := a.Report(out, opts); err != nil {
-		return err
-	}
-	for _, p := range a.Wrote {
-		if _, err := fmt.Fprintf(out, "wrote %s\n", p); err != nil {
-			return err
-		}
-	}
-	return nil
+	return a.Report(cmd.OutOrStdout(), analyze.ReportOptions{Edges: f.edges, Wide: f.wide, AllThreads: "--json", GiveSnapshot: "pass --snapshot"})
 }

@@ -198,7 +198,7 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 		return err
 	}
 	live.Version, live.Log = version, prog.Log
-	live.Progress = func(r refine.Progress) { prog.Update(refineProgressText(r)) }
+	live.Progress = func(r refine.Progress) { prog.Update(r.String()) }
 	drills, err := parseDrills(f.drills, live.Lint)
 	if err != nil {
 		return err

@@ -137,7 +137,7 @@ func runObserve(cmd *cobra.Command, f observeFlags, command []string) error {
 	if obs.StopErr != nil {
 		fmt.Fprintf(stderr, "warning: stopping %s: %v\n", tgt.Description, obs.StopErr)
 	}
-	return printObserveSummary(stdout, obs, tgt, f.top)
+	return printObserveSummary(stdout, obs, f.top)
 }
 
 // resolveTarget resolves the target the flags name; a target named wrong
@@ -196,6 +196,6 @@ func (f observeFlags) recordOptions() (record.Options, error) {
 
 // printObserveSummary prints observe's closing summary (train prints it
 // too).
-func printObserveSummary(w io.Writer, obs *pipeline.Observation, _ *target.Target, top int) error {
+func printObserveSummary(w io.Writer, obs *pipeline.Observation, top int) error {
 	return obs.Report(w, pipeline.ObservationReportOptions{Top: top, AllThreads: "--top 0", BiggerBuffer: "--buffer-size 64MiB"})
 }

@@ -263,7 +263,7 @@ func (f *refineFlags) options(cfg refine.Config, bc bench.Command, prog *console
 		Dir: f.out, Ledger: f.ledger, Version: version, Log: prog.Log,
 		ChooseBackend: func(name string, o cfs.Options) (scheduler.Backend, error) { return chooseBackend(name, o, stderr) },
 		Note:          console.Once(func(msg string) { prog.Log("note: %s", msg) }),
-		Progress:      func(r refine.Progress) { prog.Update(refineProgressText(r)) }}
+		Progress:      func(r refine.Progress) { prog.Update(r.String()) }}
 }
 
 // refineFlagError names the flags behind an error of pipeline.Refine.
@@ -278,9 +278,6 @@ func refineFlagError(err error, run *pipeline.RefineRun) error {
 	return outFlagError(err)
 }
 
-// refineProgressText is the progress line of a refine run (canary's too).
-func refineProgressText(r refine.Progress) string { return r.String() }
-
 // config builds the engine's configuration from the flags; a setting that
 // does not parse names its flag.
 func (f *refineFlags) config() (refine.Config, error) {
@@ -294,6 +291,3 @@ func (f *refineFlags) config() (refine.Config, error) {
 	}
 	return c, err
 }
-
-// printRefineSummary prints refine's closing summary (train prints it too).
-func printRefineSummary(w io.Writer, run *pipeline.RefineRun) { run.Report(w) }

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -202,10 +201,4 @@ func runSynthesize(cmd *cobra.Command, f synthesizeFlags, a []string) error {
 		return err
 	}
 	return syn.Report(stderr)
-}
-
-// printSynthesis prints what synthesize prints about a profile written to
-// path (train prints it too).
-func printSynthesis(w io.Writer, r *synthesize.Result, path, _ string, exports []pipeline.Export) error {
-	return (&pipeline.Synthesized{Result: r, Path: path, Exports: exports}).Report(w)
 }

@@ -16,7 +16,6 @@ import (
 	"temper.codes/temper-train/analyze"
 	"temper.codes/temper-train/internal/console"
 	"temper.codes/temper-train/pipeline"
-	"temper.codes/temper-train/target"
 )
 
 // trainFlags are train's settings: refine's, plus what observe and
@@ -115,7 +114,7 @@ func runTrain(cmd *cobra.Command, f trainFlags, command []string) error {
 			Stage: func(name string) { fmt.Fprintf(stderr, "train: %s\n", name) }},
 		Synthesized: func(fr *pipeline.FreshProfile) error {
 			fmt.Fprintf(stderr, "train: the benchmark ran %d times while observe traced\n", fr.Runs)
-			if err := printFresh(stdout, stderr, tgt, fr); err != nil {
+			if err := printFresh(stdout, stderr, fr); err != nil {
 				return err
 			}
 			fmt.Fprintf(stderr, "train: refine %s\n", fr.Profile.Path)
@@ -135,7 +134,9 @@ func runTrain(cmd *cobra.Command, f trainFlags, command []string) error {
 		}
 		return refineFlagError(err, run)
 	}
-	printRefineSummary(stdout, res.Refine)
+	if err := res.Refine.Report(stdout); err != nil {
+		return err
+	}
 	fmt.Fprintf(stdout, "train: %s: observe/, analysis.json, profiles/%s, refine/ (ledger, REPORT.md%s)\n", dir, f.id,
 		map[bool]string{true: ", refined profile", false: ""}[res.Refine.Refined != ""])
 	return nil
@@ -143,14 +144,14 @@ func runTrain(cmd *cobra.Command, f trainFlags, command []string) error {
 
 // printFresh prints what observe, analyze and synthesize print for the
 // stages train ran.
-func printFresh(stdout, stderr io.Writer, tgt *target.Target, fr *pipeline.FreshProfile) error {
-	if err := printObserveSummary(stdout, fr.Observation, tgt, 15); err != nil {
+func printFresh(stdout, stderr io.Writer, fr *pipeline.FreshProfile) error {
+	if err := printObserveSummary(stdout, fr.Observation, 15); err != nil {
 		return err
 	}
 	if fr.Analysis.NoSVG != "" {
 		fmt.Fprintln(stderr, fr.Analysis.NoSVG)
 	}
-	if err := printAnalysis(stdout, fr.Analysis, analyze.ReportOptions{Edges: 15}); err != nil {
+	if err := fr.Analysis.Report(stdout, analyze.ReportOptions{Edges: 15, AllThreads: filepath.Join(filepath.Dir(fr.Observation.Dir), "analysis.json")}); err != nil {
 		return err
 	}
 	r := fr.Profile
@@ -160,5 +161,5 @@ func printFresh(stdout, stderr io.Writer, tgt *target.Target, fr *pipeline.Fresh
 	for _, fd := range r.Lint {
 		fmt.Fprintf(stderr, "temper-train: lint: %s\n", fd)
 	}
-	return printSynthesis(stdout, r.Result, r.Path, r.Path, nil)
+	return r.Report(stdout)
 }
