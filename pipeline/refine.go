@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -88,8 +86,13 @@ func Refine(ctx context.Context, tgt *target.Target, path string, opts RefineOpt
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(src)
-	hash := hex.EncodeToString(sum[:])
+	// The ledger names the profile by refine.Hash, as every arm and the
+	// canary's cycle ledgers do: a comment changed in the file is the same
+	// profile.
+	hash, err := refine.Hash(prof)
+	if err != nil {
+		return nil, err
+	}
 	_, shape, err := thisMachine()
 	if err != nil {
 		return nil, err

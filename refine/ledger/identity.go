@@ -39,7 +39,7 @@ func (l *Ledger) Check(path string, want Identity) error {
 	}
 	switch {
 	case h.ProfileHash != want.ProfileHash:
-		return fmt.Errorf("%w: %s was made for profile %s (sha256 %.12s), not this one (sha256 %.12s); start a new ledger",
+		return fmt.Errorf("%w: %s was made for profile %s (%.12s), not this one (%.12s); start a new ledger",
 			ErrMismatch, path, h.Profile, h.ProfileHash, want.ProfileHash)
 	case h.Machine != want.Machine:
 		m := want.Machine
