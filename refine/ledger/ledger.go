@@ -51,7 +51,7 @@ type Header struct {
 	Version       int               `json:"version"`
 	Start         time.Time         `json:"start"`
 	Profile       string            `json:"profile"`      // the input profile's path
-	ProfileHash   string            `json:"profile_hash"` // sha256 of its bytes
+	ProfileHash   string            `json:"profile_hash"` // refine.Hash of its content
 	ProfileCommit string            `json:"profile_commit,omitempty"`
 	Machine       Machine           `json:"machine"`
 	Backend       string            `json:"backend"`
