@@ -289,5 +289,8 @@ func (f *refineFlags) config() (refine.Config, error) {
 		flag := map[string]string{"Metric": "--metric: ", "MinEffect": "--min-effect: ", "Guards": "--guard ", "Ladder": "--ladder "}
 		return c, fmt.Errorf("%s%w", flag[se.Setting], se.Err)
 	}
+	if errors.Is(err, refine.ErrBudget) {
+		return c, fmt.Errorf("%w (--max-trials %d; --calibration-n, --final-n)", err, f.maxTrials)
+	}
 	return c, err
 }
