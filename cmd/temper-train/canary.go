@@ -225,18 +225,11 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 	defer stop()
 	// Released last: after the loop's final revert, or after the profile
 	// --on-exit keep kept in force is reverted.
-	node, err := f.takeNode(ctx, stderr)
+	tgt, release, err := f.takeTarget(ctx, command, stderr)
 	if err != nil {
 		return err
 	}
-	defer node.Release()
-	spec := f.spec()
-	spec.Command, spec.Stdout, spec.Stderr = command, stderr, stderr
-	tgt, err := resolveTarget(ctx, spec)
-	if err != nil {
-		return err
-	}
-	defer tgt.Stop(2 * time.Second)
+	defer release()
 	live.Target = tgt
 	if len(command) > 0 {
 		time.Sleep(f.warmup) // a server just started is not listening yet

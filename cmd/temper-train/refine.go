@@ -20,6 +20,7 @@ import (
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/scheduler/lease"
+	"temper.codes/temper-train/target"
 )
 
 // refineFlags are refine's command-line settings.
@@ -188,18 +189,11 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	node, err := f.takeNode(ctx, stderr)
+	tgt, release, err := f.takeTarget(ctx, command, stderr)
 	if err != nil {
 		return err
 	}
-	defer node.Release()
-	spec := f.spec()
-	spec.Command, spec.Stdout, spec.Stderr = command, stderr, stderr
-	tgt, err := resolveTarget(ctx, spec)
-	if err != nil {
-		return err
-	}
-	defer tgt.Stop(2 * time.Second)
+	defer release()
 	prog := console.NewLine(stderr, f.quiet, 10*time.Second)
 	run, err := pipeline.Refine(ctx, tgt, profilePath, f.options(cfg, bc, prog, stderr))
 	prog.Clear()
@@ -213,6 +207,28 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 // pipeline.TakeNode); a live owner is an error saying how to wait for it.
 func (f *refineFlags) takeNode(ctx context.Context, stderr io.Writer) (*lease.Lease, error) {
 	return takeNode(ctx, f.waitLock, "", stderr)
+}
+
+// takeTarget takes the node's lease, then resolves the target the flags or
+// the command after -- name (a command is started here, once, so that every
+// stage sees the same process). release stops a started command, then gives
+// the lease up: call it after everything applied is reverted.
+func (f *refineFlags) takeTarget(ctx context.Context, command []string, stderr io.Writer) (*target.Target, func(), error) {
+	node, err := f.takeNode(ctx, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec := f.spec()
+	spec.Command, spec.Stdout, spec.Stderr = command, stderr, stderr
+	tgt, err := resolveTarget(ctx, spec)
+	if err != nil {
+		node.Release()
+		return nil, nil, err
+	}
+	return tgt, func() {
+		tgt.Stop(2 * time.Second)
+		node.Release()
+	}, nil
 }
 
 // takeNode is pipeline.TakeNode with the notes on stderr and the flag that

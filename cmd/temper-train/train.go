@@ -91,20 +91,11 @@ func runTrain(cmd *cobra.Command, f trainFlags, command []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	node, err := f.takeNode(ctx, stderr)
+	tgt, release, err := f.takeTarget(ctx, command, stderr)
 	if err != nil {
 		return err
 	}
-	defer node.Release()
-	spec := f.spec()
-	spec.Command, spec.Stdout, spec.Stderr = command, stderr, stderr
-	// A command is started once here, so that every stage sees the same
-	// process.
-	tgt, err := resolveTarget(ctx, spec)
-	if err != nil {
-		return err
-	}
-	defer tgt.Stop(2 * time.Second)
+	defer release()
 
 	prog := console.NewLine(stderr, f.quiet, 10*time.Second)
 	ro := f.options(cfg, bc, prog, stderr)
