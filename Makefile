@@ -14,7 +14,8 @@
 #                   build for macOS; synthesize links no cilium/ebpf, no gonum/plot
 #   make fuzz       longer fuzz runs (FUZZTIME per target, default 2m)
 #   make bench      decode benchmarks with ratios against their targets
-#   make stats-rates  refine's decision rule: simulated false-accept rate and power
+#   make stats-rates  refine's decision rule: every rate test (false accepts,
+#                   family-wise error, power, guard vetoes)
 #   make vmtest     the sched_ext scheduler in a qemu VM with a Debian sid kernel
 #                   (downloaded once into $TEMPER_CACHE, default
 #                   ~/.cache/temper-train; a few minutes)
@@ -112,5 +113,9 @@ clean:
 # false-accept rate under A/A and the power at planted effects, per noise
 # level and per procedure (one decision; a round screened then confirmed).
 .PHONY: stats-rates
+# Every test that measures an error rate of refine's decisions: false
+# accepts, family-wise error, power, guard vetoes (docs/refine.md, "What the
+# rate tests catch").
+RATE_TESTS = ^(TestFalseAcceptRate|TestFamilyWiseError|TestPower|TestErrorRates|TestErrorRatesSet|TestGuardRates|TestRegressesCount|TestErrorsGuardFromNone)$$
 stats-rates:
-	$(GO) test -count=1 -run 'TestErrorRates|TestFalseAcceptRate|TestPower' -v ./refine/stats
+	$(GO) test -count=1 -run '$(RATE_TESTS)' -v ./refine ./refine/stats

@@ -55,6 +55,27 @@ type Guard struct {
 	Metric string          `json:"metric"`
 	Dir    stats.Direction `json:"dir"` // no default, as Config.Dir
 	Bound  float64         `json:"bound"`
+	// Count is set for a count such as errors (bench.IsCount): its change
+	// is the absolute change of the mean per trial and Bound a fraction of
+	// the reference's mean, so a reference without errors tolerates none.
+	Count bool `json:"count,omitempty"`
+}
+
+// Measure is how the guard's change is measured.
+func (g Guard) Measure() stats.Measure {
+	if g.Count {
+		return stats.Count
+	}
+	return stats.Relative
+}
+
+// String prints the guard as METRIC:BOUND: "throughput:-5%"; a bound of 0
+// is "errors:+0" (no increase tolerated), never "-0%".
+func (g Guard) String() string {
+	if g.Bound == 0 {
+		return g.Metric + ":+0"
+	}
+	return fmt.Sprintf("%s:-%g%%", g.Metric, 100*g.Bound)
 }
 
 // Defaults fills the zero fields of c with refine's defaults.

@@ -588,7 +588,7 @@ func (e *engine) rule() stats.Rule {
 func guardFails(gs []ledger.Guard) string {
 	for _, g := range gs {
 		if g.Regresses {
-			return fmt.Sprintf("%s moved %s (bound %.1f%% worse, p=%.3g)", g.Metric, stats.FormatShift(float64(g.Effect)), 100*g.Bound, float64(g.P))
+			return fmt.Sprintf("%s moved %s (bound %s, p=%.3g)", g.Metric, g.Change(), guardBound(g), float64(g.P))
 		}
 	}
 	return ""
@@ -882,8 +882,9 @@ func (e *engine) decision(stage string, cand Arm, bg int, p *pair, sd stats.Deci
 			}
 			continue
 		}
-		reg, gd := stats.Regresses(gb, gc, g.Dir, g.Bound, c.Alpha)
-		d.Guards = append(d.Guards, ledger.Guard{Metric: g.Metric, Bound: g.Bound, Regresses: reg, P: ledger.Num(gd.Comparison.P), Effect: ledger.Num(gd.Comparison.Rel.Center)})
+		reg, gd := stats.Regresses(gb, gc, g.Dir, g.Measure(), g.Bound, c.Alpha)
+		d.Guards = append(d.Guards, ledger.Guard{Metric: g.Metric, Bound: g.Bound, Regresses: reg, P: ledger.Num(gd.Comparison.P),
+			Effect: ledger.Num(gd.Change), Count: gd.Measure == stats.Count})
 	}
 	d.Line = fmt.Sprintf("%-11s %s  bg=%d  %s", stage, d.Step, bg, line)
 	return d

@@ -324,6 +324,78 @@ func TestPlantedEffectFound(t *testing.T) {
 	}
 }
 
+// TestErrorsGuardFromNone: the planted step is 20% faster but makes ~4
+// errors per trial where stock makes none; the errors:0% guard (a count:
+// absolute rates) must veto it, so no step is accepted, and the ledger
+// and report print the change as "+4", never NaN.
+func TestErrorsGuardFromNone(t *testing.T) {
+	sched := &fakeScheduler{}
+	fast := noisyBench(sched, 1, 0.05, func(p *profiles.Profile) float64 {
+		if latencyWorkers(p) {
+			return 0.8
+		}
+		return 1
+	})
+	trial := 0
+	b := func(ctx context.Context, dir string) (map[string]float64, error) {
+		m, err := fast(ctx, dir)
+		m["errors"] = 0
+		if latencyWorkers(sched.current()) {
+			trial++
+			m["errors"] = float64(3 + trial%3) // 3, 4, 5
+		}
+		return m, err
+	}
+	env := testEnv(t, sched, b)
+	cfg := testConfig(7)
+	g, err := ParseGuard("errors:0%")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Guards = append(cfg.Guards, g)
+	res, err := Run(context.Background(), cfg, testProfile(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if latencyWorkers(res.Refined) {
+		t.Fatalf("the step that makes errors was kept: accepted %v", res.Accepted)
+	}
+	l, err := ledger.Read(env.Ledger.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	vetoed := false
+	for _, d := range l.Decisions {
+		for _, gd := range d.Guards {
+			if gd.Metric == "errors" && gd.Regresses && d.Stage == StageConfirm {
+				vetoed = true
+				if !gd.Count || float64(gd.Effect) < 3 || !strings.Contains(d.Reason, "guard errors moved +") || strings.Contains(d.Reason, "NaN") {
+					t.Errorf("errors guard recorded as %+v, reason %q", gd, d.Reason)
+				}
+			}
+		}
+	}
+	if !vetoed {
+		t.Error("no confirmation records the errors guard regressing")
+	}
+	cfg.Defaults()
+	l.Header.Config, _ = json.Marshal(cfg)
+	rep, err := ReportOf(l, ReportInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(rep.Guards, ", "); got != "throughput:-5%, errors:+0" {
+		t.Errorf("report guards %q", got)
+	}
+	for _, s := range rep.Steps {
+		for _, line := range s.Guards {
+			if strings.Contains(line, "NaN") || strings.HasPrefix(line, "guard ") {
+				t.Errorf("report guard line %q", line)
+			}
+		}
+	}
+}
+
 // TestBenchFailureStopsAndReverts: a failing trial ends the run with its
 // error, recorded in the ledger, nothing left applied.
 func TestBenchFailureStopsAndReverts(t *testing.T) {

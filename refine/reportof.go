@@ -42,7 +42,7 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 		Caveats:  info.Caveats,
 	}
 	for _, g := range cfg.Guards {
-		r.Guards = append(r.Guards, fmt.Sprintf("%s:-%g%%", g.Metric, 100*g.Bound))
+		r.Guards = append(r.Guards, g.String())
 	}
 	if l.End != nil {
 		r.Stopped = l.End.Reason
@@ -180,7 +180,7 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 			s := report.Step{Round: d.Round, Stage: d.Stage, Name: d.Step, Group: d.Group, Bg: d.Bg, Base: d.Base.Stats(), Cand: d.Cand.Stats(),
 				Accepted: d.Accepted, Verdict: d.Verdict, Line: d.Line + "  → " + d.Reason}
 			for _, g := range d.Guards {
-				s.Guards = append(s.Guards, fmt.Sprintf("guard %s: %s (bound -%g%%), p=%.3g, regresses %v", g.Metric, stats.FormatShift(float64(g.Effect)), 100*g.Bound, float64(g.P), g.Regresses))
+				s.Guards = append(s.Guards, fmt.Sprintf("%s: %s (bound %s), p=%.3g, regresses %v", g.Metric, g.Change(), guardBound(g), float64(g.P), g.Regresses))
 			}
 			if m := d.Mechanism; m != nil {
 				s.Mechanism = mechanismText(m)
@@ -229,4 +229,9 @@ func mechanismText(m *ledger.Mechanism) string {
 		moved = "moved"
 	}
 	return fmt.Sprintf("group %q %s %.3g → %.3g (predicted %s, p=%.3g): %s", m.Group, m.Counter, float64(m.Base), float64(m.Cand), m.Predicted, float64(m.P), moved)
+}
+
+// guardBound prints a ledger guard's bound the way Guard.String does.
+func guardBound(g ledger.Guard) string {
+	return strings.TrimPrefix(Guard{Metric: g.Metric, Bound: g.Bound}.String(), g.Metric+":")
 }

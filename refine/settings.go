@@ -94,8 +94,9 @@ func ParsePercent(s string) (float64, error) {
 }
 
 // ParseGuard reads METRIC:BOUND, the bound being how much worse the metric
-// may get, ≤ 0: throughput:-5% tolerates 5% less throughput. The metric's
-// direction comes from its name (bench.DirectionOf). Errors start with the
+// may get, ≤ 0: throughput:-5% tolerates 5% less throughput, errors:0% no
+// significant increase in errors. The metric's direction, and whether it
+// is a count, come from its name (bench.DirectionOf, bench.IsCount). Errors start with the
 // guard, quoted.
 func ParseGuard(s string) (Guard, error) {
 	m, b, ok := strings.Cut(s, ":")
@@ -113,7 +114,7 @@ func ParseGuard(s string) (Guard, error) {
 	if v > 0 {
 		return Guard{}, fmt.Errorf("%q: the bound is how much worse is tolerated, ≤ 0 (e.g. -5%%)", s)
 	}
-	return Guard{Metric: m, Dir: d, Bound: math.Abs(v)}, nil
+	return Guard{Metric: m, Dir: d, Bound: math.Abs(v), Count: bench.IsCount(m)}, nil
 }
 
 // MaxSpinners bounds a background level.

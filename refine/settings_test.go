@@ -40,7 +40,8 @@ func TestParseGuard(t *testing.T) {
 		err  string
 	}{
 		{in: "throughput:-5%", want: Guard{Metric: "throughput", Dir: stats.HigherIsBetter, Bound: 0.05}},
-		{in: "errors:0%", want: Guard{Metric: "errors", Dir: stats.LowerIsBetter}},
+		{in: "errors:0%", want: Guard{Metric: "errors", Dir: stats.LowerIsBetter, Count: true}},
+		{in: "GET/dropped_errors:-10%", want: Guard{Metric: "GET/dropped_errors", Dir: stats.LowerIsBetter, Bound: 0.1, Count: true}},
 		{in: "p99_ms:-0.1", want: Guard{Metric: "p99_ms", Dir: stats.LowerIsBetter, Bound: 0.1}},
 		{in: "throughput", err: `"throughput": want METRIC:BOUND`},
 		{in: ":-5%", err: `":-5%": want METRIC:BOUND`},

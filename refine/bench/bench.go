@@ -61,6 +61,16 @@ func DirectionOf(metric string) (stats.Direction, error) {
 
 var timeSuffixes = []string{"_ns", "_us", "_ms", "_s"}
 
+// IsCount reports whether the named metric counts events per trial
+// ("errors", a JSON-lines "dropped_errors"; a "label/" prefix is ignored)
+// rather than measuring a time or a rate. A count is often 0 in the
+// baseline, where a relative change does not exist, so its guard compares
+// absolute rates (stats.Count).
+func IsCount(metric string) bool {
+	name := metric[strings.LastIndexByte(metric, '/')+1:]
+	return name == "errors" || strings.HasSuffix(name, "_errors") && len(name) > len("_errors")
+}
+
 // Result is what one trial measured.
 type Result struct {
 	Tool string // the adapter's name

@@ -318,6 +318,17 @@ func TestDirectionOf(t *testing.T) {
 	}
 }
 
+func TestIsCount(t *testing.T) {
+	for metric, want := range map[string]bool{
+		"errors": true, "cache_errors": true, "GET/errors": true, "SET/dropped_errors": true,
+		"_errors": false, "throughput": false, "p99_ms": false, "errors_per_s": false, "errors/p99_ms": false,
+	} {
+		if got := IsCount(metric); got != want {
+			t.Errorf("IsCount(%q) = %v, want %v", metric, got, want)
+		}
+	}
+}
+
 func TestLookupDetect(t *testing.T) {
 	for _, c := range []struct{ argv0, want string }{
 		{"redis-benchmark", "redis-benchmark"}, {"/usr/bin/memcaslap", "memaslap"}, {"memaslap", "memaslap"},

@@ -195,7 +195,20 @@ type Guard struct {
 	Bound     float64 `json:"bound"`
 	Regresses bool    `json:"regresses"`
 	P         Num     `json:"p"`
-	Effect    Num     `json:"effect"`
+	// Effect is the relative shift, or with Count the change of the mean
+	// per trial (a count such as errors, or a reference without a ratio).
+	Effect Num  `json:"effect"`
+	Count  bool `json:"count,omitempty"`
+}
+
+// Change is the guard's effect written as every report writes it
+// (stats.FormatChange): "-3.1%", or "+4" errors per trial.
+func (g Guard) Change() string {
+	m := stats.Relative
+	if g.Count {
+		m = stats.Count
+	}
+	return stats.FormatChange(m, float64(g.Effect))
 }
 
 // Mechanism records whether the group a step changes moved the way its

@@ -106,7 +106,7 @@ func fixture() Report {
 			base, cand = base[:3], cand[:3]
 		}
 		d := stats.Decide(base, cand, rule)
-		_, g := stats.Regresses(scale(noise, 95000), scale(noise2, 95000*(2-s.f)), stats.HigherIsBetter, 0.05, rule.Alpha)
+		_, g := stats.Regresses(scale(noise, 95000), scale(noise2, 95000*(2-s.f)), stats.HigherIsBetter, stats.Relative, 0.05, rule.Alpha)
 		stage := "confirm"
 		if i == 3 {
 			stage = "screen"

@@ -58,6 +58,10 @@ type Decision struct {
 	// Reason is one benchstat-style line: metric, n per arm, medians with
 	// intervals, the relative shift with its interval, p, and why.
 	Reason string
+	// Change is what a guard check (Regresses) estimated, in Measure: the
+	// relative shift, or for a Count the change of the mean per trial.
+	Change  float64
+	Measure Measure
 }
 
 // Accepted reports whether the candidate is kept.
@@ -209,18 +213,64 @@ func pct(x float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", 100*x), "0"), ".") + "%"
 }
 
+// Measure is how a guard metric's change is measured.
+type Measure int8
+
+const (
+	// Relative is the relative shift cand/base − 1 (Comparison.Rel's
+	// estimate), for timings and throughput, whose changes are
+	// multiplicative. Where no ratio exists (a baseline median of 0) the
+	// check falls back to Count's reading.
+	Relative Measure = iota
+	// Count is the absolute change of the mean per trial, for counts
+	// such as errors, which are often 0 in the baseline, where a ratio
+	// does not exist. The bound is read as a fraction of the baseline's
+	// mean, so a bound of 0, or a baseline of 0, tolerates no significant
+	// increase at all.
+	Count
+)
+
+// FormatChange prints a guard's change the one way reports and ledgers
+// write it: a Relative shift as FormatShift does ("-7.2%"), a Count's
+// change of the mean per trial as a signed number ("+3.75", "+0").
+func FormatChange(m Measure, x float64) string {
+	if m != Count || math.IsNaN(x) || math.IsInf(x, 0) {
+		return FormatShift(x)
+	}
+	if x == 0 {
+		return "+0"
+	}
+	return fmt.Sprintf("%+.3g", x)
+}
+
 // Regresses is the guard check: does cand make a guard metric (throughput,
-// errors) worse than bound with significance? bound is a relative
-// magnitude in the worse direction (0.05 and -0.05 both mean "5% worse").
-// It regresses when p < alpha and the Hodges–Lehmann estimate of the
-// relative shift is worse than the bound: a veto needs evidence that the
-// metric moved at all and an estimate that it moved too far.
-func Regresses(base, cand []float64, dir Direction, bound, alpha float64) (bool, Decision) {
+// errors) worse than bound with significance? bound is a magnitude in the
+// worse direction (0.05 and -0.05 both mean "5% worse"), relative to the
+// baseline's median shift for a Relative measure and to the baseline's mean
+// for a Count. It regresses when p < alpha and the estimated change is
+// worse than the bound: a veto needs evidence that the metric moved at all
+// and an estimate that it moved too far. Decision.Change holds the
+// estimate and Decision.Measure its unit (Count when a Relative measure
+// found no ratio to its baseline).
+func Regresses(base, cand []float64, dir Direction, m Measure, bound, alpha float64) (bool, Decision) {
 	sign := dir.sign()
 	c := Compare(base, cand, 1-alpha)
 	bound = math.Abs(bound)
-	loss := -sign * c.Rel.Center
-	d := Decision{Comparison: c, Alpha: alpha, Verdict: NoDifference}
+	d := Decision{Comparison: c, Alpha: alpha, Verdict: NoDifference, Change: c.Rel.Center}
+	line := Line("", c)
+	amount := func(x float64) string { return pct(x) }
+	if m == Count || math.IsNaN(c.Rel.Center) {
+		// Counts (and anything without a ratio to its baseline) compare
+		// absolute rates: the mean per trial, whose change is defined when
+		// the baseline saw none.
+		mb, mc := mean(base), mean(cand)
+		d.Measure, d.Change = Count, mc-mb
+		bound *= math.Abs(mb)
+		amount = func(x float64) string { return FormatChange(Count, x) + " per trial" }
+		line = fmt.Sprintf("mean %s → %s per trial  n=%d+%d  Δ %s  p=%.3g",
+			FormatValue(mb), FormatValue(mc), c.NBase, c.NCand, FormatChange(Count, d.Change), c.P)
+	}
+	loss := -sign * d.Change
 	var why string
 	switch {
 	case c.MinP >= alpha:
@@ -230,15 +280,26 @@ func Regresses(base, cand []float64, dir Direction, bound, alpha float64) (bool,
 		why = fmt.Sprintf("guard holds: no significant change (p=%.3g)", c.P)
 	case loss > bound:
 		d.Verdict = Worse
-		why = fmt.Sprintf("guard violated: %s worse than the %s bound, p=%.3g", pct(loss), pct(bound), c.P)
+		why = fmt.Sprintf("guard violated: %s worse than the %s bound, p=%.3g", amount(loss), amount(bound), c.P)
 	case loss > 0:
-		why = fmt.Sprintf("guard holds: %s worse, within the %s bound", pct(loss), pct(bound))
+		why = fmt.Sprintf("guard holds: %s worse, within the %s bound", amount(loss), amount(bound))
 	default:
 		d.Verdict = Better
 		why = "guard holds: improved"
 	}
-	d.Reason = Line("", c) + "  " + why
+	d.Reason = line + "  " + why
 	return d.Verdict == Worse, d
+}
+
+func mean(x []float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
+	}
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
 }
 
 // Holm reports which of the hypotheses with p-values p are rejected at

@@ -127,14 +127,65 @@ func TestRegresses(t *testing.T) {
 		{"more throughput", scaled(base8, 1.1), 0.05, false, Better},
 		{"unchanged", base8, 0.05, false, NoDifference},
 	} {
-		got, d := Regresses(base8, tc.cand, HigherIsBetter, tc.bound, 0.05)
+		got, d := Regresses(base8, tc.cand, HigherIsBetter, Relative, tc.bound, 0.05)
 		if got != tc.want || d.Verdict != tc.v || !strings.Contains(d.Reason, "guard") {
 			t.Errorf("%s: regresses %v (%v, %q), want %v (%v)", tc.name, got, d.Verdict, d.Reason, tc.want, tc.v)
 		}
 	}
-	if got, d := Regresses(base8[:3], scaled(base8[:3], 0.5), HigherIsBetter, 0.05, 0.05); got || d.Verdict != TooFewSamples {
+	if got, d := Regresses(base8[:3], scaled(base8[:3], 0.5), HigherIsBetter, Relative, 0.05, 0.05); got || d.Verdict != TooFewSamples {
 		t.Errorf("n=3: %v %v", got, d.Verdict)
 	}
+}
+
+// TestRegressesCount checks the guard on a count such as errors: absolute
+// rates, so a baseline without errors does not make the change undefined
+// (and the guard silently hold), and a 0 bound tolerates no significant
+// increase.
+func TestRegressesCount(t *testing.T) {
+	none := make([]float64, 8)
+	some := []float64{3, 4, 5, 4, 3, 4, 5, 4} // mean 4
+	for _, tc := range []struct {
+		name       string
+		base, cand []float64
+		m          Measure
+		bound      float64
+		want       bool
+		v          Verdict
+		change     float64
+		reason     string
+	}{
+		{"0 → 4 errors", none, some, Count, 0, true, Worse, 4, "mean 0 → 4 per trial  n=8+8  Δ +4  p=0.000"},
+		{"0 → 4 errors, 50% bound of nothing", none, some, Count, -0.5, true, Worse, 4, "guard violated: +4 per trial worse than the +0 per trial bound"},
+		{"0 → 4 errors read as Relative", none, some, Relative, 0, true, Worse, 4, "guard violated"},
+		{"no errors either way", none, none, Count, 0, false, NoDifference, 0, "Δ +0  p=1  guard holds: no significant change"},
+		{"4 → 0 errors", some, none, Count, 0, false, Better, -4, "guard holds: improved"},
+		{"4 → 5 errors within a 50% bound", some, add(some, 1), Count, -0.5, false, NoDifference, 1, "guard holds: +1 per trial worse, within the +2 per trial bound"},
+		{"4 → 8 errors beyond a 50% bound", some, scaled(some, 2), Count, -0.5, true, Worse, 4, "guard violated"},
+	} {
+		got, d := Regresses(tc.base, tc.cand, LowerIsBetter, tc.m, tc.bound, 0.05)
+		if got != tc.want || d.Verdict != tc.v || d.Measure != Count || d.Change != tc.change ||
+			!strings.Contains(d.Reason, tc.reason) || strings.Contains(d.Reason, "NaN") {
+			t.Errorf("%s: regresses %v (%v, change %v %v, %q), want %v (%v, change %v, %q)",
+				tc.name, got, d.Verdict, d.Change, d.Measure, d.Reason, tc.want, tc.v, tc.change, tc.reason)
+		}
+	}
+	for _, tc := range []struct {
+		m    Measure
+		x    float64
+		want string
+	}{{Count, 0, "+0"}, {Count, 3.75, "+3.75"}, {Count, -1, "-1"}, {Relative, 0.05, "+5.0%"}, {Count, math.NaN(), "—"}} {
+		if got := FormatChange(tc.m, tc.x); got != tc.want {
+			t.Errorf("FormatChange(%v, %v) = %q, want %q", tc.m, tc.x, got, tc.want)
+		}
+	}
+}
+
+func add(x []float64, d float64) []float64 {
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = v + d
+	}
+	return out
 }
 
 func TestFormatEffect(t *testing.T) {

@@ -34,7 +34,7 @@ func TestZeroDirectionPanics(t *testing.T) {
 	for name, f := range map[string]func(){
 		"Decide":      func() { Decide(base, base, Rule{Metric: "m", Alpha: 0.05}) },
 		"DecideRound": func() { DecideRound([]Pair{{base, base}}, Rule{Metric: "m", Alpha: 0.05}) },
-		"Regresses":   func() { Regresses(base, base, 0, 0.05, 0.05) },
+		"Regresses":   func() { Regresses(base, base, 0, Relative, 0.05, 0.05) },
 		"Simulate":    func() { Simulate(Sim{Rule: Rule{Metric: "m", Alpha: 0.05}, Confirm: 4, CV: 0.1, Rounds: 1}) },
 	} {
 		func() {

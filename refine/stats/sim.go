@@ -164,6 +164,14 @@ func Proportion(x, n int, confidence float64) Interval {
 	return iv
 }
 
+// UpperBound is the one-sided Clopper–Pearson upper bound of a rate seen x
+// times in n at the confidence level: the bound a rate test holds to ("at
+// most 5%, with 95% confidence"). 0 of 59 gives 4.95% at 95%, 0 of 60
+// two-sided (Proportion) still 6%.
+func UpperBound(x, n int, confidence float64) float64 {
+	return Proportion(x, n, 2*confidence-1).Hi
+}
+
 // TrialsFor is the smallest number of trials per arm, up to max, with which
 // one decision under r finds a true relative improvement of effect with
 // probability at least power, at noise cv (each n estimated from trials
