@@ -36,7 +36,6 @@ import (
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine"
 	"temper.codes/temper-train/refine/ledger"
-	"temper.codes/temper-train/refine/stats"
 )
 
 // LedgerFile is the loop's ledger in Config.Dir.
@@ -568,7 +567,11 @@ func (l *loop) commitMessage(c int, cand *profiles.Profile, chk *refine.Check, r
 		fmt.Fprintf(&b, "  %s at bg=%d: %.4g -> %.4g, delta %s, n=%d+%d, p=%.3g\n",
 			d.Metric, d.Bg, float64(d.Base.Center), float64(d.Cand.Center), d.Shift(), d.N[0], d.N[1], float64(d.P))
 		for _, g := range d.Guards {
-			fmt.Fprintf(&b, "  guard %s: %s (bound -%g%%), p=%.3g\n", g.Metric, stats.FormatShift(float64(g.Effect)), 100*g.Bound, float64(g.P))
+			bound := fmt.Sprintf("-%g%%", 100*g.Bound)
+			if g.Bound == 0 {
+				bound = "+0"
+			}
+			fmt.Fprintf(&b, "  guard %s: %s (bound %s), p=%.3g\n", g.Metric, g.Change(), bound, float64(g.P))
 		}
 	}
 	if res != nil {
