@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"temper.codes/temper-train/internal/testkit"
 )
 
 // holdEnv names the ledger a re-executed test binary creates and holds until
@@ -32,27 +34,7 @@ func TestMain(m *testing.M) {
 
 // hold starts a second process writing a new ledger at path; it holds it
 // until the returned process is killed or its stdin closed.
-func hold(t *testing.T, path string) *exec.Cmd {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), holdEnv+"="+path)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
-	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "holding\n" {
-		t.Fatalf("holder: %q", line)
-	}
-	return cmd
-}
+func hold(t *testing.T, path string) *exec.Cmd { return testkit.Hold(t, holdEnv, path).Cmd }
 
 // TestLockTwoProcesses: while another process writes a ledger, Append and
 // CheckUnlocked refuse it naming that process, and Append changes nothing

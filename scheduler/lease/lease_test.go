@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"temper.codes/temper-train/internal/procfs"
+	"temper.codes/temper-train/internal/testkit"
 )
 
 // holdEnv names the state directory in which a re-executed test binary takes
@@ -38,33 +38,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-type holder struct {
-	cmd   *exec.Cmd
-	stdin interface{ Close() error }
-}
-
 // hold starts a second process that takes the lease in dir.
-func hold(t *testing.T, dir string) holder {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), holdEnv+"="+dir)
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); cmd.Process.Kill(); cmd.Wait() })
-	if line, _ := bufio.NewReader(out).ReadString('\n'); line != "holding\n" {
-		t.Fatalf("holder: %q", line)
-	}
-	return holder{cmd, stdin}
-}
+func hold(t *testing.T, dir string) testkit.Holder { return testkit.Hold(t, holdEnv, dir) }
 
 func startOf(t *testing.T, pid int) uint64 {
 	t.Helper()
@@ -111,7 +86,7 @@ func TestAcquireRelease(t *testing.T) {
 func TestHeldByAnotherProcess(t *testing.T) {
 	dir := t.TempDir()
 	h := hold(t, dir)
-	pid := h.cmd.Process.Pid
+	pid := h.Cmd.Process.Pid
 	for _, wait := range []time.Duration{0, 300 * time.Millisecond} {
 		begin := time.Now()
 		_, err := Acquire(context.Background(), dir, Options{Wait: wait, OnStale: func(Owner) error { t.Error("OnStale for a live owner"); return nil }})
@@ -135,7 +110,7 @@ func TestHeldByAnotherProcess(t *testing.T) {
 		t.Errorf("cancelled wait: %v", err)
 	}
 
-	time.AfterFunc(300*time.Millisecond, func() { h.stdin.Close() })
+	time.AfterFunc(300*time.Millisecond, func() { h.Release() })
 	begin := time.Now()
 	l, err := Acquire(context.Background(), dir, Options{Wait: 10 * time.Second})
 	if err != nil {
@@ -150,9 +125,9 @@ func TestHeldByAnotherProcess(t *testing.T) {
 func TestStaleTakeover(t *testing.T) {
 	dir := t.TempDir()
 	h := hold(t, dir)
-	pid, start := h.cmd.Process.Pid, startOf(t, h.cmd.Process.Pid)
-	h.cmd.Process.Kill()
-	h.cmd.Wait()
+	pid, start := h.Cmd.Process.Pid, startOf(t, h.Cmd.Process.Pid)
+	h.Cmd.Process.Kill()
+	h.Cmd.Wait()
 
 	if _, err := Acquire(context.Background(), dir, Options{}); !errors.Is(err, ErrStale) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d (holder)", pid)) {
 		t.Fatalf("no OnStale: %v", err)
