@@ -84,12 +84,8 @@ func Apply(ctx context.Context, tgt *target.Target, path string, p *profiles.Pro
 			lint.RequestMillicores += int(c.CPURequestMilli)
 		}
 	}
-	var refused []profiles.Finding
-	for _, f := range profiles.Lint(p, lint) {
-		if f.Severity == profiles.Error {
-			refused = append(refused, f)
-			continue
-		}
+	refused, warnings := profiles.Split(profiles.Lint(p, lint))
+	for _, f := range warnings {
 		warn(f)
 	}
 	if len(refused) > 0 {

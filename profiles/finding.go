@@ -124,3 +124,16 @@ func FirstError(fs []Finding) (f Finding, ok bool) {
 	}
 	return Finding{}, false
 }
+
+// Split separates fs into its errors and the rest (warnings), each in
+// Lint's order: what refuses a profile, and what is only reported.
+func Split(fs []Finding) (errs, warnings []Finding) {
+	for _, f := range fs {
+		if f.Severity == Error {
+			errs = append(errs, f)
+		} else {
+			warnings = append(warnings, f)
+		}
+	}
+	return errs, warnings
+}

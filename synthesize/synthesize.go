@@ -167,12 +167,11 @@ func Profile(a *analyze.Analysis, opt Options) (*Result, error) {
 		return nil, err
 	}
 	r := &Result{Profile: prof, Warnings: warnings}
-	for _, f := range profiles.Lint(prof, profiles.LintOptions{}) {
-		if f.Severity == profiles.Error {
-			return nil, fmt.Errorf("internal error: the synthesized profile fails lint: %s", f)
-		}
-		r.Lint = append(r.Lint, f)
+	errs, advice := profiles.Split(profiles.Lint(prof, profiles.LintOptions{}))
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("internal error: the synthesized profile fails lint: %s", errs[0])
 	}
+	r.Lint = advice
 	r.Header = header(a, opt, shape, req, warnings)
 	return r, nil
 }
