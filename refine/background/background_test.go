@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"temper.codes/temper-train/internal/cgroup"
 	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/internal/procfs"
 )
@@ -40,7 +41,12 @@ type helperOut struct {
 func helper(v string) int {
 	n, pdeathsig, _ := strings.Cut(v, ",")
 	count, _ := strconv.Atoi(n)
-	s, err := start(count, pdeathsig == "pdeathsig")
+	h, err := cgroup.Find()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	s, err := start(h.Top(), count, pdeathsig == "pdeathsig")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -51,9 +57,9 @@ func helper(v string) int {
 
 // needCgroups fails under CI and skips loudly elsewhere when spinner cgroups
 // cannot be made: that takes root and a cpu controller.
-func needCgroups(t *testing.T) hierarchy {
+func needCgroups(t *testing.T) cgroup.Hierarchy {
 	t.Helper()
-	h, err := findHierarchy()
+	h, err := cgroup.Find()
 	if err == nil && os.Geteuid() != 0 {
 		err = fmt.Errorf("making cgroups needs root")
 	}
@@ -92,9 +98,9 @@ func cpuTicks(t *testing.T, pid int) uint64 {
 
 // checkSpinners checks that the spinners run, are in their cgroup at the
 // lowest weight, and get CPU time.
-func checkSpinners(t *testing.T, h hierarchy, pids []int, cgroup string) {
+func checkSpinners(t *testing.T, h cgroup.Hierarchy, pids []int, cgroup string) {
 	t.Helper()
-	file, want := h.weightFile()
+	file, want := h.WeightFile(), h.Weight(0)
 	b, err := os.ReadFile(filepath.Join(cgroup, file))
 	if err != nil || strings.TrimSpace(string(b)) != want {
 		t.Errorf("%s/%s = %q, %v; want %s", cgroup, file, b, err, want)
@@ -105,7 +111,7 @@ func checkSpinners(t *testing.T, h hierarchy, pids []int, cgroup string) {
 			t.Errorf("spinner %d is not in %s (cgroup.procs %q)", pid, cgroup, procs)
 		}
 		cg, err := fsys.Cgroup(pid)
-		if err != nil || filepath.Join(h.root, cg.CPU()) != cgroup {
+		if err != nil || filepath.Join(h.Root, cg.CPU()) != cgroup {
 			t.Errorf("spinner %d: cgroup %q, %v; want %s", pid, cg.CPU(), err, cgroup)
 		}
 		cmd, _ := fsys.Cmdline(pid)
@@ -134,24 +140,24 @@ func TestStartStop(t *testing.T) {
 	}
 	defer s.Stop()
 	pids := s.Pids()
-	t.Logf("spinners %v in %s (cgroup v%d)", pids, s.Cgroup(), h.version)
+	t.Logf("spinners %v in %s (cgroup v%d)", pids, s.Cgroup(), h.Version)
 	if len(pids) != 2 || !strings.HasPrefix(filepath.Base(s.Cgroup()), cgroupPrefix) {
 		t.Fatalf("pids %v, cgroup %q", pids, s.Cgroup())
 	}
 	checkSpinners(t, h, pids, s.Cgroup())
-	if h.cpuset != "" {
+	if h.Cpuset != "" {
 		// A cpuset cgroup of their own, allowed what the root is, so that
 		// a backend can narrow it; in the root cpuset it could not.
-		procs, _ := os.ReadFile(filepath.Join(s.cpuset, "cgroup.procs"))
+		procs, _ := os.ReadFile(filepath.Join(s.dir.Cpuset, "cgroup.procs"))
 		for _, pid := range pids {
 			if !slices.Contains(strings.Fields(string(procs)), strconv.Itoa(pid)) {
-				t.Errorf("spinner %d is not in cpuset %s (cgroup.procs %q)", pid, s.cpuset, procs)
+				t.Errorf("spinner %d is not in cpuset %s (cgroup.procs %q)", pid, s.dir.Cpuset, procs)
 			}
 		}
-		root, _ := os.ReadFile(filepath.Join(h.cpuset, "cpuset.cpus"))
-		own, _ := os.ReadFile(filepath.Join(s.cpuset, "cpuset.cpus"))
+		root, _ := os.ReadFile(filepath.Join(h.Cpuset, "cpuset.cpus"))
+		own, _ := os.ReadFile(filepath.Join(s.dir.Cpuset, "cpuset.cpus"))
 		if string(own) != string(root) {
-			t.Errorf("cpuset %s allows CPUs %q, the root %q", s.cpuset, own, root)
+			t.Errorf("cpuset %s allows CPUs %q, the root %q", s.dir.Cpuset, own, root)
 		}
 	}
 	if err := s.Stop(); err != nil {
@@ -162,7 +168,7 @@ func TestStartStop(t *testing.T) {
 			t.Errorf("spinner %d runs after Stop", pid)
 		}
 	}
-	for _, dir := range []string{s.Cgroup(), s.cpuset} {
+	for _, dir := range []string{s.Cgroup(), s.dir.Cpuset} {
 		if _, err := os.Stat(dir); dir != "" && !os.IsNotExist(err) {
 			t.Errorf("cgroup %s after Stop: %v", dir, err)
 		}
@@ -307,8 +313,8 @@ func TestRemoveLeftovers(t *testing.T) {
 		syscall.Kill(outlived.Pids[0], syscall.SIGKILL)
 		t.Errorf("spinner %d runs after RemoveLeftovers", outlived.Pids[0])
 	}
-	if _, err := os.Stat(live.cgroup); err != nil || !running(live.pids[0]) {
-		t.Errorf("the live run's cgroup %s (%v) or spinner %d was touched", live.cgroup, err, live.pids[0])
+	if _, err := os.Stat(live.Cgroup()); err != nil || !running(live.pids[0]) {
+		t.Errorf("the live run's cgroup %s (%v) or spinner %d was touched", live.Cgroup(), err, live.pids[0])
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"temper.codes/temper-train/internal/cgroup"
 	"temper.codes/temper-train/internal/procfs"
 )
 
@@ -22,9 +23,9 @@ import (
 // run. Reap then removes every empty spinner cgroup whose owner is gone.
 func Reap(pids []int) error {
 	fsys := procfs.New("/proc")
-	h, err := findHierarchy()
+	h, err := cgroup.Find()
 	if err != nil {
-		return err
+		return fmt.Errorf("background: %w", err)
 	}
 	// The tasks of a dead run's spinner cgroups are candidates too: a pid
 	// the ledger did not get (the run died while starting spinners).
@@ -53,9 +54,9 @@ func Reap(pids []int) error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, sweep(fsys, h.root))
-	if h.cpuset != "" {
-		errs = append(errs, sweep(fsys, h.cpuset))
+	errs = append(errs, sweep(fsys, h.Root))
+	if h.Cpuset != "" {
+		errs = append(errs, sweep(fsys, h.Cpuset))
 	}
 	return errors.Join(errs...)
 }
@@ -68,7 +69,7 @@ func Reap(pids []int) error {
 // leaves nothing behind without a resume. Where no hierarchy has the cpu
 // controller no spinner cgroup can have been made, and there is nothing to do.
 func RemoveLeftovers() error {
-	if _, err := findHierarchy(); err != nil {
+	if _, err := cgroup.Find(); err != nil {
 		return nil
 	}
 	return Reap(nil)
@@ -141,9 +142,9 @@ func waitGone(fsys procfs.FS, pid int) error {
 }
 
 // deadRunTasks lists the tasks in the spinner cgroups of runs that are gone.
-func deadRunTasks(h hierarchy) ([]int, []error) {
+func deadRunTasks(h cgroup.Hierarchy) ([]int, []error) {
 	fsys := procfs.New("/proc")
-	entries, err := os.ReadDir(h.root)
+	entries, err := os.ReadDir(h.Root)
 	if err != nil {
 		return nil, []error{fmt.Errorf("background: %w", err)}
 	}
@@ -154,7 +155,7 @@ func deadRunTasks(h hierarchy) ([]int, []error) {
 		if !ok || !e.IsDir() || alive(fsys, pid, start) {
 			continue
 		}
-		procs, err := os.ReadFile(filepath.Join(h.root, e.Name(), "cgroup.procs"))
+		procs, err := os.ReadFile(filepath.Join(h.Root, e.Name(), "cgroup.procs"))
 		if err != nil {
 			errs = append(errs, fmt.Errorf("background: %w", err))
 			continue
@@ -191,7 +192,7 @@ func sweep(fsys procfs.FS, root string) error {
 			errs = append(errs, fmt.Errorf("background: cgroup %s of a dead run still holds pids %s, which are not spinners: left alone", dir, strings.Join(strings.Fields(string(procs)), ",")))
 			continue
 		}
-		if err := removeCgroup(dir); err != nil {
+		if err := (cgroup.Dir{CPU: dir}).Remove(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -1,0 +1,340 @@
+// Package cgroup makes, fills and removes the cpu cgroups temper-train owns:
+// the spinners' cgroups and the node-shaped rig's pods. It knows the two
+// layouts the kernel offers — cgroup v1, with the cpu controller in a
+// hierarchy of its own and cpuset apart, and cgroup v2 — so that its callers
+// speak of one cgroup and its knobs, not of mounts.
+package cgroup
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"temper.codes/temper-train/internal/mountinfo"
+	"temper.codes/temper-train/internal/procfs"
+)
+
+// ErrNoCPU is wrapped when no mounted hierarchy has the cpu controller.
+var ErrNoCPU = errors.New("no cgroup hierarchy with the cpu controller is mounted")
+
+// Hierarchy is where cpu cgroups are made.
+type Hierarchy struct {
+	Root    string // the cpu controller's mount point
+	Version int    // 1 or 2
+	// Cpuset is the v1 cpuset hierarchy's mount point ("" when it is not
+	// mounted apart). Every cgroup made here gets a twin there, so that a
+	// backend that keeps exclusive cores free by narrowing other cgroups'
+	// cpusets (as the kubelet's static CPU manager does) can narrow it.
+	Cpuset string
+}
+
+// Find returns the hierarchy holding the cpu controller: the v1 one when
+// mounted (a hybrid host keeps the controllers there), else v2.
+func Find() (Hierarchy, error) {
+	mounts, err := mountinfo.Read()
+	if err != nil {
+		return Hierarchy{}, fmt.Errorf("cgroup: %w", err)
+	}
+	var v2, cpuset string
+	for _, m := range mounts {
+		if m.FSType == "cgroup" && slices.Contains(m.SuperOptions, "cpuset") && !slices.Contains(m.SuperOptions, "cpu") {
+			cpuset = m.MountPoint
+		}
+	}
+	for _, m := range mounts {
+		switch m.FSType {
+		case "cgroup":
+			if slices.Contains(m.SuperOptions, "cpu") {
+				return Hierarchy{Root: m.MountPoint, Version: 1, Cpuset: cpuset}, nil
+			}
+		case "cgroup2":
+			if v2 == "" {
+				v2 = m.MountPoint
+			}
+		}
+	}
+	if v2 != "" {
+		ctrls, err := os.ReadFile(filepath.Join(v2, "cgroup.controllers"))
+		if err == nil && slices.Contains(strings.Fields(string(ctrls)), "cpu") {
+			return Hierarchy{Root: v2, Version: 2}, nil
+		}
+	}
+	return Hierarchy{}, fmt.Errorf("cgroup: %w", ErrNoCPU)
+}
+
+// Top is the hierarchy's root cgroup.
+func (h Hierarchy) Top() Dir { return Dir{h: h, CPU: h.Root, Cpuset: h.Cpuset} }
+
+// WeightFile names the file that holds a cgroup's CPU weight.
+func (h Hierarchy) WeightFile() string {
+	if h.Version == 1 {
+		return "cpu.shares"
+	}
+	return "cpu.weight"
+}
+
+// Weight is the weight the kubelet writes for a CPU request in millicores
+// (Kubernetes' MilliCPUToShares, then its v1→v2 conversion): 1000m is 1024
+// shares, the lowest is 2 shares (weight 1 on v2), the BestEffort value.
+func (h Hierarchy) Weight(millicores int) string {
+	shares := max(millicores*1024/1000, 2)
+	shares = min(shares, 262144)
+	if h.Version == 1 {
+		return strconv.Itoa(shares)
+	}
+	return strconv.Itoa(1 + (shares-2)*9999/262142)
+}
+
+// Quota is the kubelet's CPU limit for millicores over a 100 ms period:
+// the pair for cpu.cfs_quota_us and cpu.cfs_period_us on v1, or the
+// "QUOTA PERIOD" line of cpu.max on v2. millicores ≤ 0 is no limit.
+func (h Hierarchy) Quota(millicores int) (file, value string) {
+	const period = 100000
+	if h.Version == 1 {
+		if millicores <= 0 {
+			return "cpu.cfs_quota_us", "-1"
+		}
+		return "cpu.cfs_quota_us", strconv.Itoa(millicores * period / 1000)
+	}
+	if millicores <= 0 {
+		return "cpu.max", "max " + strconv.Itoa(period)
+	}
+	return "cpu.max", fmt.Sprintf("%d %d", millicores*period/1000, period)
+}
+
+// Dir is one cgroup: its directory in the cpu hierarchy and its twin in the
+// v1 cpuset hierarchy ("" when there is none).
+type Dir struct {
+	h      Hierarchy
+	CPU    string
+	Cpuset string
+}
+
+// Hierarchy is the hierarchy d is in.
+func (d Dir) Hierarchy() Hierarchy { return d.h }
+
+// Child is d's child name, made or not.
+func (d Dir) Child(name string) Dir {
+	c := Dir{h: d.h, CPU: filepath.Join(d.CPU, name)}
+	if d.Cpuset != "" {
+		c.Cpuset = filepath.Join(d.Cpuset, name)
+	}
+	return c
+}
+
+// Make makes d's child name in both hierarchies. A v1 cpuset twin is
+// allowed what its parent is (a new one has no CPUs and takes no task); on
+// v2 the parent hands the cpu controller down first.
+func (d Dir) Make(name string) (Dir, error) {
+	c := d.Child(name)
+	if d.h.Version == 2 {
+		ctl := filepath.Join(d.CPU, "cgroup.subtree_control")
+		b, err := os.ReadFile(ctl)
+		if err != nil {
+			return Dir{}, fmt.Errorf("cgroup: %w", err)
+		}
+		if !slices.Contains(strings.Fields(string(b)), "cpu") {
+			if err := os.WriteFile(ctl, []byte("+cpu"), 0); err != nil {
+				return Dir{}, fmt.Errorf("cgroup: enabling the cpu controller in %s: %w", d.CPU, err)
+			}
+		}
+	}
+	if err := os.Mkdir(c.CPU, 0o755); err != nil {
+		return Dir{}, fmt.Errorf("cgroup: %w", err)
+	}
+	if c.Cpuset != "" {
+		if err := os.Mkdir(c.Cpuset, 0o755); err != nil {
+			return Dir{}, errors.Join(fmt.Errorf("cgroup: %w", err), rmdir(c.CPU))
+		}
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			b, err := os.ReadFile(filepath.Join(d.Cpuset, f))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(c.Cpuset, f), b, 0)
+			}
+			if err != nil {
+				return Dir{}, errors.Join(fmt.Errorf("cgroup: %s: %w", f, err), c.Remove())
+			}
+		}
+	}
+	return c, nil
+}
+
+// Set writes value to d's knob file in the cpu hierarchy.
+func (d Dir) Set(file, value string) error {
+	if err := os.WriteFile(filepath.Join(d.CPU, file), []byte(value), 0); err != nil {
+		return fmt.Errorf("cgroup: %s = %s: %w", filepath.Join(d.CPU, file), value, err)
+	}
+	return nil
+}
+
+// SetCpus confines d to cpus (a CPU list such as "0-1"): the v1 cpuset
+// twin's cpuset.cpus, or cpuset.cpus on v2 once the parent hands the cpuset
+// controller down. Children made after take it.
+func (d Dir) SetCpus(cpus string) error {
+	if d.h.Version == 1 {
+		if d.Cpuset == "" {
+			return fmt.Errorf("cgroup: confining %s to CPUs %s: no cpuset hierarchy is mounted", d.CPU, cpus)
+		}
+		if err := os.WriteFile(filepath.Join(d.Cpuset, "cpuset.cpus"), []byte(cpus), 0); err != nil {
+			return fmt.Errorf("cgroup: %s cpuset.cpus = %s: %w", d.Cpuset, cpus, err)
+		}
+		return nil
+	}
+	ctl := filepath.Join(filepath.Dir(d.CPU), "cgroup.subtree_control")
+	if err := os.WriteFile(ctl, []byte("+cpuset"), 0); err != nil {
+		return fmt.Errorf("cgroup: enabling the cpuset controller in %s: %w", filepath.Dir(d.CPU), err)
+	}
+	return d.Set("cpuset.cpus", cpus)
+}
+
+// Get reads d's knob file in the cpu hierarchy, trimmed.
+func (d Dir) Get(file string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(d.CPU, file))
+	if err != nil {
+		return "", fmt.Errorf("cgroup: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+// Procs lists the processes in d (cpu hierarchy).
+func (d Dir) Procs() ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(d.CPU, "cgroup.procs"))
+	if err != nil {
+		return nil, fmt.Errorf("cgroup: %w", err)
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if p, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, p)
+		}
+	}
+	return pids, nil
+}
+
+// Move moves process pid (all its threads) into d, in both hierarchies.
+func (d Dir) Move(pid int) error {
+	for _, dir := range []string{d.CPU, d.Cpuset} {
+		if dir == "" {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("cgroup: moving %d into %s: %w", pid, dir, err)
+		}
+	}
+	return nil
+}
+
+// Start starts cmd with its first instruction already in d, so that nothing
+// it forks runs outside: on v2 it is born there (clone3 with
+// CLONE_INTO_CGROUP); v1 has no such call, so the forking thread moves into
+// d for the fork and back after. Start locks the calling goroutine to its
+// thread while it works; a caller that sets Pdeathsig keeps it locked for the
+// child's lifetime (the kernel signals when the forking thread exits).
+func (d Dir) Start(cmd *exec.Cmd) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	if d.h.Version == 2 {
+		fd, err := os.Open(d.CPU)
+		if err != nil {
+			return fmt.Errorf("cgroup: %w", err)
+		}
+		defer fd.Close()
+		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(fd.Fd())
+		return cmd.Start()
+	}
+	tid := syscall.Gettid()
+	was, err := procfs.New("/proc").TaskCgroup(os.Getpid(), tid)
+	if err != nil {
+		return fmt.Errorf("cgroup: %w", err)
+	}
+	back := d.h.Top().Child(was.CPU())
+	if d.Cpuset != "" {
+		back.Cpuset = filepath.Join(d.h.Cpuset, was.V1["cpuset"])
+	}
+	if err := d.moveThread(tid); err != nil {
+		return errors.Join(err, back.moveThread(tid))
+	}
+	startErr := cmd.Start()
+	if err := back.moveThread(tid); err != nil {
+		// The thread stays in d: a later fork on it would land there too.
+		// Ending the thread (returning locked) is the safe way out.
+		runtime.LockOSThread()
+		return errors.Join(startErr, err)
+	}
+	return startErr
+}
+
+// moveThread moves one thread into d (v1 only: its tasks files).
+func (d Dir) moveThread(tid int) error {
+	for _, dir := range []string{d.CPU, d.Cpuset} {
+		if dir == "" {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tasks"), []byte(strconv.Itoa(tid)), 0); err != nil {
+			return fmt.Errorf("cgroup: moving thread %d into %s: %w", tid, dir, err)
+		}
+	}
+	return nil
+}
+
+// Remove removes d (empty) from both hierarchies; a cgroup already gone is
+// not an error.
+func (d Dir) Remove() error {
+	var errs []error
+	for _, dir := range []string{d.CPU, d.Cpuset} {
+		if dir != "" {
+			errs = append(errs, rmdir(dir))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RemoveTree removes d and every cgroup below it, deepest first. A cgroup
+// that still holds a task is not removed, and the error says so.
+func (d Dir) RemoveTree() error {
+	var errs []error
+	for _, root := range []string{d.CPU, d.Cpuset} {
+		if root == "" {
+			continue
+		}
+		var dirs []string
+		filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			errs = append(errs, rmdir(dirs[i]))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// rmdir removes an empty cgroup directory. The kernel may report it busy
+// for a moment after its last task exits.
+func rmdir(dir string) error {
+	var err error
+	for range 100 {
+		err = syscall.Rmdir(dir)
+		if err == nil || errors.Is(err, syscall.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, syscall.EBUSY) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("cgroup: removing %s: %w", dir, err)
+}
