@@ -176,4 +176,3 @@ func (s *Spinners) Stop() error {
 	})
 	return s.stopErr
 }
-
