@@ -46,7 +46,12 @@ type Config struct {
 	MaxRounds int           `json:"max_rounds"`
 	// Warmup is discarded after each switch of arm before a trial runs.
 	Warmup time.Duration `json:"warmup"`
-	Seed   uint64        `json:"seed"`
+	// Tier measures the seeds' three arms: the profile's steps are decided
+	// against the node's tier alone (Env.Tier in force, no profile), and
+	// the final comparison runs stock, tier only and tier + refined side
+	// by side. It needs Env.Tier.
+	Tier bool   `json:"tier,omitempty"`
+	Seed uint64 `json:"seed"`
 }
 
 // Guard is a metric that must not regress beyond Bound (relative, e.g.
@@ -139,7 +144,7 @@ func (c *Config) Check() error {
 	}
 	// The least a run can do is calibrate and make the final comparison;
 	// a trial budget below that is refused before the first trial.
-	if cal, fin := c.trials(c.CalibrationN), c.trials(c.FinalN); c.MaxTrials > 0 && cal+fin > c.MaxTrials {
+	if cal, fin := c.trials(c.CalibrationN), c.finalTrials(); c.MaxTrials > 0 && cal+fin > c.MaxTrials {
 		return fmt.Errorf("%w: at most %d trials, but calibration (%d trials: %d per arm × %d background level(s)) and the final comparison (%d trials: %d per arm × %d) need at least %d; raise the maximum trials or lower the sample sizes",
 			ErrBudget, c.MaxTrials, cal, c.CalibrationN, len(c.Ladder), fin, c.FinalN, len(c.Ladder), cal+fin)
 	}
@@ -149,6 +154,15 @@ func (c *Config) Check() error {
 // trials is the number of trials a comparison of n per arm takes: both
 // arms at every background level.
 func (c *Config) trials(n int) int { return 2 * n * len(c.Ladder) }
+
+// finalTrials is the number of trials of the final comparison: two arms,
+// or three with the tier.
+func (c *Config) finalTrials() int {
+	if c.Tier {
+		return 3 * c.FinalN * len(c.Ladder)
+	}
+	return c.trials(c.FinalN)
+}
 
 // Scheduler puts an arm's profile in force on the target.
 type Scheduler interface {
@@ -184,6 +198,9 @@ type Env struct {
 	// profile in force (the canary loop's last good one).
 	Reference *profiles.Profile
 	Bench     Bench
+	// Tier puts the node's tier in force (true) or takes it back (false);
+	// nil when there is none (then Config.Tier is refused).
+	Tier func(on bool) error
 	// Background starts n spinners (n > 0) for the length of a trial.
 	Background func(n int) (Spinners, error)
 	// Lint checks a candidate for the backend and this machine; a candidate

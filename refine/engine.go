@@ -60,6 +60,10 @@ type Result struct {
 	Calibration []Calibration
 	Rounds      []Round
 	Final       []ledger.Decision // per background level: reference (A) vs refined (B)
+	// Described are the final comparison's other contrasts with the tier
+	// (Config.Tier): tier only vs stock, then tier + refined vs stock, per
+	// level; they describe and decide nothing.
+	Described []ledger.Decision
 	// Reference names what the run measured against: "stock CFS", or the
 	// profile in force (Env.Reference) with its hash.
 	Reference string
@@ -109,8 +113,9 @@ type pair [2][]sample
 type engine struct {
 	cfg     Config
 	env     Env
-	cur     string // hash of the arm in force, "" none yet
+	cur     string // Key of the arm in force, "" none yet
 	sess    Session
+	tierOn  bool
 	trials  int
 	spent   time.Duration // trial wall time, recorded and real
 	real    int
@@ -149,6 +154,9 @@ func newEngine(cfg Config, env Env) (*engine, error) {
 	if err := cfg.Check(); err != nil {
 		return nil, err
 	}
+	if cfg.Tier && env.Tier == nil {
+		return nil, errors.New("the tier arm needs a node with a tier (the node rig); none here")
+	}
 	if env.Sleep == nil {
 		env.Sleep = sleep
 	}
@@ -173,10 +181,17 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 func (e *engine) revert() error {
-	if e.sess == nil {
-		return nil
+	var err error
+	if e.sess != nil {
+		err = e.sess.Stop()
 	}
-	err := e.sess.Stop()
+	if e.tierOn {
+		if terr := e.env.Tier(false); terr != nil {
+			err = errors.Join(err, fmt.Errorf("tier: %w", terr))
+		} else {
+			e.tierOn = false
+		}
+	}
 	e.sess, e.cur = nil, ""
 	return err
 }
@@ -207,6 +222,9 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 	if err != nil {
 		return err
 	}
+	// With the tier, every profile arm runs on top of it: a step is decided
+	// by what it adds to the tier.
+	incumbent.Tier = c.Tier
 	if f, bad := profiles.FirstError(e.env.Lint(base)); bad {
 		return fmt.Errorf("input profile: %s; nothing was changed", f)
 	}
@@ -215,10 +233,15 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 		return err
 	}
 	perRound := len(cands)*e.trialsOf(c.ScreenN) + 2*e.trialsOf(c.ConfirmN)
-	cal, fin := e.trialsOf(c.CalibrationN), e.trialsOf(c.FinalN)
+	cal, fin := e.trialsOf(c.CalibrationN), c.finalTrials()
 	e.planned = cal + perRound + fin
-	e.env.Log("plan: calibration %d trials (%s vs itself, %d per arm × %d background levels %v); each round screens ≤ %d candidates (%d lint-rejected) with %d per arm, confirms the promising on %d fresh per arm (≈ %d trials a round); final %s vs refined %d per arm (%d trials)",
-		cal, stock.Step.Param, c.CalibrationN, e.levels(), c.Ladder, len(cands), len(rej), c.ScreenN, c.ConfirmN, perRound, stock.Step.Param, c.FinalN, fin)
+	finalArms := stock.Step.Param + " vs refined"
+	if c.Tier {
+		finalArms = stock.Step.Param + " vs tier only vs tier + refined"
+		e.env.Log("arms: the tier (%s) is in force with every profile; steps are decided against tier only", "the node's BestEffort pods made an idle entity")
+	}
+	e.env.Log("plan: calibration %d trials (%s vs itself, %d per arm × %d background levels %v); each round screens ≤ %d candidates (%d lint-rejected) with %d per arm, confirms the promising on %d fresh per arm (≈ %d trials a round); final %s %d per arm (%d trials)",
+		cal, stock.Step.Param, c.CalibrationN, e.levels(), c.Ladder, len(cands), len(rej), c.ScreenN, c.ConfirmN, perRound, finalArms, c.FinalN, fin)
 	e.env.Log("budget: %s; at least %d trials (calibration + one round + final)", e.budgetString(), e.planned)
 
 	if err := e.calibrate(ctx, stock); err != nil {
@@ -227,7 +250,7 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 	e.env.Log("estimate: %s per trial → one round ≈ %s, final ≈ %s", e.perTrial().Round(time.Millisecond),
 		(time.Duration(perRound) * e.perTrial()).Round(time.Second), (time.Duration(fin) * e.perTrial()).Round(time.Second))
 
-	reserve := e.trialsOf(c.FinalN)
+	reserve := c.finalTrials()
 	if !e.fits(0, reserve) {
 		return fmt.Errorf("%w: the final comparison alone needs %d more trials (%d per arm and level) and the budget (%s) leaves room for fewer after %d trials of calibration; raise the budget or the minimum effect",
 			ErrBudget, reserve, c.FinalN, e.budgetString(), e.trials)
@@ -429,6 +452,9 @@ func (e *engine) climb(ctx context.Context, inc Arm, reserve int) (*roundState, 
 	if err != nil {
 		return nil, err
 	}
+	for i := range cands {
+		cands[i].Tier = inc.Tier
+	}
 	r := &roundState{Round: Round{Index: e.round, Incumbent: inc.Hash, Candidates: len(cands), Rejected: rej}, arms: cands}
 	for _, x := range rej {
 		if err := e.note("round %d: candidate %s (%s) refused by lint, not applied: %s", e.round, x.Arm.Step, x.Arm.Hash, x.Finding); err != nil {
@@ -596,17 +622,61 @@ func guardFails(gs []ledger.Guard) string {
 
 func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 	c := &e.cfg
-	if refined.Hash == stock.Hash {
+	if refined.Key() == stock.Key() {
 		// The climb ended where it started, on the reference itself: there
 		// is nothing to compare and nothing new to keep.
 		e.res.Kept = false
 		return e.note("final: the refined profile is the reference (%s, %s): nothing new to compare or keep", stock.Step.Param, stock.Hash)
 	}
-	e.stage, e.step = StageFinal, stock.Step.Param+" vs refined"
-	e.planned = e.trials + e.trialsOf(c.FinalN)
-	ps, err := e.compare(ctx, "final-"+refined.Hash, stock, refined, c.FinalN)
-	if err != nil {
-		return err
+	e.planned = e.trials + c.finalTrials()
+	base := stock
+	var ps map[int]*pair
+	if c.Tier {
+		// The seeds' three arms side by side: the tier's effect and the
+		// product's (tier + profile against stock) are described; what
+		// decides is what the profile adds to the tier.
+		tier := Arm{Hash: StockHash, Step: Step{Param: "tier only"}, Tier: true}
+		base = tier
+		e.stage, e.step = StageFinal, stock.Step.Param+" vs tier only vs tier + refined"
+		xs, err := e.compareArms(ctx, "final3-"+refined.Hash, []Arm{stock, tier, refined}, c.FinalN)
+		if err != nil {
+			return err
+		}
+		for _, arm := range []struct {
+			side int
+			a    Arm
+			what string
+		}{{1, tier, "what the tier does"}, {2, refined, "the product's result"}} {
+			e.step = arm.a.Step.Param + " vs " + stock.Step.Param
+			if arm.side == 2 {
+				e.step = "tier + refined vs " + stock.Step.Param
+			}
+			var round []stats.Pair
+			for _, bg := range c.Ladder {
+				round = append(round, stats.Pair{Base: values(xs[bg][0], c.Metric), Cand: values(xs[bg][arm.side], c.Metric)})
+			}
+			sds := stats.DecideRound(round, e.rule())
+			for i, bg := range c.Ladder {
+				d := e.decision(StageFinal, arm.a, bg, &pair{xs[bg][0], xs[bg][arm.side]}, sds[i])
+				d.Step = e.step
+				d.Reason = fmt.Sprintf("described, not decided (%s); %s", arm.what, d.Reason)
+				if err := e.record(&d); err != nil {
+					return err
+				}
+				e.res.Described = append(e.res.Described, d)
+			}
+		}
+		ps = map[int]*pair{}
+		for bg, x := range xs {
+			ps[bg] = &pair{x[1], x[2]}
+		}
+		e.step = "tier + refined vs tier only"
+	} else {
+		e.stage, e.step = StageFinal, stock.Step.Param+" vs refined"
+		var err error
+		if ps, err = e.compare(ctx, "final-"+refined.Hash, stock, refined, c.FinalN); err != nil {
+			return err
+		}
 	}
 	var round []stats.Pair
 	for _, bg := range c.Ladder {
@@ -631,9 +701,9 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 		d := &ds[i]
 		d.Accepted = kept
 		if kept {
-			d.Reason = "KEPT: the refined profile beats " + stock.Step.Param + "; " + d.Reason
+			d.Reason = "KEPT: the refined profile beats " + base.Step.Param + "; " + d.Reason
 		} else {
-			d.Reason = "NOT KEPT: the refined profile does not beat " + stock.Step.Param + " without harm at some level; " + d.Reason
+			d.Reason = "NOT KEPT: the refined profile does not beat " + base.Step.Param + " without harm at some level; " + d.Reason
 		}
 		if g := guardFails(d.Guards); g != "" {
 			d.Reason = "guard " + g + "; " + d.Reason
@@ -651,6 +721,24 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 // in ABBA/BAAB blocks whose order is drawn from the seed and id, and
 // returns the samples by level.
 func (e *engine) compare(ctx context.Context, id string, a, b Arm, n int) (map[int]*pair, error) {
+	xs, err := e.compareArms(ctx, id, []Arm{a, b}, n)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]*pair{}
+	for bg, x := range xs {
+		out[bg] = &pair{x[0], x[1]}
+	}
+	return out, nil
+}
+
+// compareArms runs n samples of every arm at every background level, in
+// blocks that run each arm twice in an order and its mirror (ABBA for two
+// arms, ABCCBA for three: every arm's mean trial time is the block's
+// middle, so a drift within a block favours none), the blocks and their
+// orders drawn from the seed and id. It returns the samples by level and
+// arm.
+func (e *engine) compareArms(ctx context.Context, id string, arms []Arm, n int) (map[int][][]sample, error) {
 	h := fnv.New64a()
 	h.Write([]byte(id))
 	rng := rand.New(rand.NewPCG(e.cfg.Seed, h.Sum64()))
@@ -661,22 +749,25 @@ func (e *engine) compare(ctx context.Context, id string, a, b Arm, n int) (map[i
 		}
 	}
 	rng.Shuffle(len(blocks), func(i, j int) { blocks[i], blocks[j] = blocks[j], blocks[i] })
-	out := map[int]*pair{}
+	out := map[int][][]sample{}
 	for _, bg := range e.cfg.Ladder {
-		out[bg] = &pair{}
+		out[bg] = make([][]sample, len(arms))
 	}
 	k := 0
 	for _, bg := range blocks {
-		order := [4]int{0, 1, 1, 0}
-		if rng.IntN(2) == 1 {
-			order = [4]int{1, 0, 0, 1}
-		}
-		for _, side := range order {
-			arm := a
-			if side == 1 {
-				arm = b
+		var first []int
+		if len(arms) == 2 {
+			first = []int{0, 1}
+			if rng.IntN(2) == 1 {
+				first = []int{1, 0}
 			}
-			s, err := e.trial(ctx, fmt.Sprintf("%s/%03d", id, k), side, arm, bg)
+		} else {
+			first = rng.Perm(len(arms))
+		}
+		order := append(slices.Clone(first), first...)
+		slices.Reverse(order[len(first):])
+		for _, side := range order {
+			s, err := e.trial(ctx, fmt.Sprintf("%s/%03d", id, k), side, arms[side], bg)
 			if err != nil {
 				return nil, err
 			}
@@ -690,11 +781,22 @@ func (e *engine) compare(ctx context.Context, id string, a, b Arm, n int) (map[i
 // use puts arm in force: reverts the arm before, applies this one and lets
 // the warm-up pass.
 func (e *engine) use(ctx context.Context, arm Arm) error {
-	if e.cur == arm.Hash {
+	if e.cur == arm.Key() {
 		return nil
 	}
-	if err := e.revert(); err != nil {
-		return fmt.Errorf("revert before %s: %w", arm.Step, err)
+	// The profile before goes; the tier changes only where the arms differ.
+	if e.sess != nil {
+		err := e.sess.Stop()
+		e.sess, e.cur = nil, ""
+		if err != nil {
+			return fmt.Errorf("revert before %s: %w", arm.Step, err)
+		}
+	}
+	if arm.Tier != e.tierOn {
+		if err := e.env.Tier(arm.Tier); err != nil {
+			return fmt.Errorf("tier for %s: %w", arm.Step, err)
+		}
+		e.tierOn = arm.Tier
 	}
 	if arm.Profile != nil {
 		s, err := e.env.Scheduler.Apply(ctx, arm.Profile)
@@ -703,7 +805,7 @@ func (e *engine) use(ctx context.Context, arm Arm) error {
 		}
 		e.sess = s
 	}
-	e.cur = arm.Hash
+	e.cur = arm.Key()
 	return e.env.Sleep(ctx, e.cfg.Warmup)
 }
 
@@ -731,7 +833,7 @@ func (e *engine) trial(ctx context.Context, id string, side int, arm Arm, bg int
 			return sample{}, fmt.Errorf("trial %s: background %d: %w", id, bg, err)
 		}
 	}
-	start := ledger.TrialStart{Trial: id, Stage: e.stage, Step: e.step, Arm: string(rune('A' + side)), Candidate: arm.Hash,
+	start := ledger.TrialStart{Trial: id, Stage: e.stage, Step: e.step, Arm: string(rune('A' + side)), Candidate: arm.Key(),
 		Params: arm.Step.String(), Bg: bg, Start: time.Now().UTC(), Rerun: e.env.Started[id]}
 	if sp != nil {
 		start.Spinners = sp.Pids()
@@ -868,7 +970,7 @@ func sub(a, b uint64) uint64 {
 func (e *engine) decision(stage string, cand Arm, bg int, p *pair, sd stats.Decision) ledger.Decision {
 	c := &e.cfg
 	cmp := sd.Comparison
-	d := ledger.Decision{Stage: stage, Round: e.round, Step: cand.Step.String(), Group: cand.Step.Group, Candidate: cand.Hash, Test: "mann-whitney-u", Metric: c.Metric, Bg: bg,
+	d := ledger.Decision{Stage: stage, Round: e.round, Step: cand.Step.String(), Group: cand.Step.Group, Candidate: cand.Key(), Test: "mann-whitney-u", Metric: c.Metric, Bg: bg,
 		N: [2]int{cmp.NBase, cmp.NCand}, Base: iv(cmp.Base), Cand: iv(cmp.Cand), Effect: iv(cmp.Rel), P: ledger.Num(cmp.P),
 		Verdict: sd.Verdict.String()}
 	line := stats.Line(c.Metric, cmp)

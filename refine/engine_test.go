@@ -539,3 +539,114 @@ func TestNoisyRefuses(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestTierArms plants the seeds' result: the tier halves p99 at every
+// level, the profile's latency step takes another 30% off on top of it.
+// The run must decide steps against tier only, measure the three arms side
+// by side in the final comparison, describe the tier's and the product's
+// effect, keep the profile for what it adds, and leave the tier off.
+func TestTierArms(t *testing.T) {
+	sched := &fakeScheduler{}
+	var mu sync.Mutex
+	tierOn, switches := false, 0
+	b := noisyBench(sched, 7, 0.03, func(p *profiles.Profile) float64 {
+		mu.Lock()
+		defer mu.Unlock()
+		f := 1.0
+		if tierOn {
+			f = 0.5
+		}
+		if latencyWorkers(p) {
+			f *= 0.7
+		}
+		return f
+	})
+	env := testEnv(t, sched, b)
+	env.Background = func(n int) (Spinners, error) { return noSpinners{}, nil }
+	env.Tier = func(on bool) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if on == tierOn {
+			return fmt.Errorf("tier already %v", on)
+		}
+		tierOn = on
+		switches++
+		return nil
+	}
+	cfg := testConfig(3)
+	cfg.Tier = true
+	cfg.Ladder = []int{0, 2}
+	res, err := Run(context.Background(), cfg, testProfile(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tierOn {
+		t.Error("the tier is still in force after the run")
+	}
+	if !res.Kept || len(res.Accepted) == 0 || res.Accepted[0].Param != "treatment" {
+		t.Fatalf("kept %v, accepted %v; want the latency step kept", res.Kept, res.Accepted)
+	}
+	for _, d := range res.Final {
+		if !strings.HasSuffix(d.Candidate, TierSuffix) || d.Step != "tier + refined vs tier only" {
+			t.Errorf("final decision %s (%s): want tier + refined decided against tier only", d.Step, d.Candidate)
+		}
+		// What the profile adds: about −30%, not the tier's −50% with it.
+		if c := float64(d.Effect.Center); c > -0.2 || c < -0.4 {
+			t.Errorf("bg=%d: the profile's effect over tier only %.2f, want ≈ −0.30", d.Bg, c)
+		}
+	}
+	if len(res.Described) != 2*len(cfg.Ladder) {
+		t.Fatalf("%d described contrasts, want %d", len(res.Described), 2*len(cfg.Ladder))
+	}
+	for _, d := range res.Described {
+		want := -0.5 // tier only vs stock
+		if strings.HasPrefix(d.Step, "tier + refined") {
+			want = -0.65 // the product: tier and profile
+		}
+		if c := float64(d.Effect.Center); math.Abs(c-want) > 0.08 || d.Accepted {
+			t.Errorf("%s bg=%d: effect %.2f accepted %v, want ≈ %.2f, never accepted", d.Step, d.Bg, c, d.Accepted, want)
+		}
+	}
+	// Every screen and confirm trial ran with the tier.
+	l, err := ledger.Read(env.Ledger.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	arms := map[string]int{}
+	for _, s := range l.Starts {
+		if s.Stage == StageScreen || s.Stage == StageConfirm {
+			if !strings.HasSuffix(s.Candidate, TierSuffix) {
+				t.Errorf("trial %s (%s) ran without the tier", s.Trial, s.Stage)
+			}
+		}
+		if s.Stage == StageFinal {
+			arms[s.Arm]++
+		}
+	}
+	if n := res.FinalN * len(cfg.Ladder); arms["A"] != n || arms["B"] != n || arms["C"] != n {
+		t.Errorf("final arms %v, want %d trials each of A (stock), B (tier), C (tier + refined)", arms, n)
+	}
+	rep, err := ReportOf(l, ReportInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, a := range rep.Arms {
+		names = append(names, a.Name)
+	}
+	if got := strings.Join(names, ", "); got != "stock CFS, tier only, tier + input profile, tier + refined" || !rep.Tier || rep.DeltaBase != 1 {
+		t.Errorf("report arms %q (tier %v, Δ against %d)", got, rep.Tier, rep.DeltaBase)
+	}
+	for _, lv := range rep.Ladder {
+		if lv.Delta == nil || lv.Product == nil || lv.Cells[1].N == 0 {
+			t.Errorf("bg=%d: Δ %v, product %v, tier-only cell n=%d: want all three arms", lv.Bg, lv.Delta, lv.Product, lv.Cells[1].N)
+		}
+	}
+	t.Logf("%d trials, %d tier switches", res.Trials, switches)
+}
+
+// noSpinners stands for a background level the fake bench ignores.
+type noSpinners struct{}
+
+func (noSpinners) Pids() []int { return nil }
+func (noSpinners) Stop() error { return nil }

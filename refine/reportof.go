@@ -40,6 +40,7 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 		Started:  h.Start,
 		Rule:     stats.Rule{Metric: cfg.Metric, Alpha: cfg.Alpha, MinEffect: cfg.MinEffect, Dir: cfg.Dir},
 		Caveats:  info.Caveats,
+		Rig:      h.Rig,
 	}
 	for _, g := range cfg.Guards {
 		r.Guards = append(r.Guards, g.String())
@@ -96,10 +97,14 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 			inputHash = s.Candidate
 		}
 	}
+	tierKey := StockHash + TierSuffix
 	refinedHash := ""
 	for _, d := range l.Decisions {
 		if d.Stage == StageFinal {
-			refinedHash = d.Candidate
+			if d.Candidate == tierKey {
+				r.Tier = true
+			}
+			refinedHash = d.Candidate // the decision is recorded last
 			r.Kept = d.Accepted
 			r.Final = append(r.Final, d.Line+"  → "+d.Reason)
 		}
@@ -112,12 +117,17 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 		r.Arms = []report.Arm{{Name: "profile in force", Desc: fmt.Sprintf("the last good profile (%s)", refHash)}}
 	}
 	hashes := []string{refHash}
+	if r.Tier {
+		r.Arms = append(r.Arms, report.Arm{Name: "tier only", Desc: "no profile; the node's tier in force (BestEffort pods an idle entity)"})
+		hashes = append(hashes, tierKey)
+		r.DeltaBase = 1
+	}
 	if inputHash != "" && inputHash != refHash {
-		r.Arms = append(r.Arms, report.Arm{Name: "input profile", Desc: fmt.Sprintf("%s (%s)", h.Profile, inputHash)})
+		r.Arms = append(r.Arms, report.Arm{Name: armName(inputHash, "input profile"), Desc: fmt.Sprintf("%s (%s)", h.Profile, inputHash)})
 		hashes = append(hashes, inputHash)
 	}
 	if refinedHash != "" && refinedHash != inputHash {
-		r.Arms = append(r.Arms, report.Arm{Name: "refined", Desc: fmt.Sprintf("refined profile (%s)", refinedHash)})
+		r.Arms = append(r.Arms, report.Arm{Name: armName(refinedHash, "refined"), Desc: fmt.Sprintf("refined profile (%s)", refinedHash)})
 		hashes = append(hashes, refinedHash)
 	}
 	metrics := map[string]bool{}
@@ -152,8 +162,16 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 			lv.Cells = append(lv.Cells, report.NewCell(conf, vals))
 		}
 		for _, d := range l.Decisions {
-			if d.Stage == StageFinal && d.Bg == bg {
-				lv.Delta = &report.Delta{NBase: d.N[0], NCand: d.N[1], Effect: d.Effect.Stats(), P: float64(d.P), Verdict: d.Verdict}
+			if d.Stage != StageFinal || d.Bg != bg {
+				continue
+			}
+			delta := &report.Delta{NBase: d.N[0], NCand: d.N[1], Effect: d.Effect.Stats(), P: float64(d.P), Verdict: d.Verdict}
+			switch {
+			case r.Tier && d.Candidate == tierKey:
+			case r.Tier && !strings.HasSuffix(d.Step, "vs tier only"):
+				lv.Product = delta
+			default:
+				lv.Delta = delta
 			}
 		}
 		r.Ladder = append(r.Ladder, lv)
@@ -203,6 +221,15 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 			CV: worstCV, Rounds: 400, Seed: h.Seed})
 	}
 	return r, nil
+}
+
+// armName names a profile arm, "tier + NAME" when the tier was in force
+// with it.
+func armName(key, name string) string {
+	if strings.HasSuffix(key, TierSuffix) {
+		return "tier + " + name
+	}
+	return name
 }
 
 // confirmN is the confirmation n the run used (calibration may have

@@ -18,6 +18,28 @@ type Arm struct {
 	Profile *profiles.Profile // nil: stock, no profile applied
 	Hash    string            // StockHash, or the first 12 hex digits of the profile's TOML sha256
 	Step    Step              // what distinguishes it from the profile it was derived from
+	// Tier is set when the node's tier (Env.Tier) is in force with the
+	// profile: the seeds' "tier only" arm has no profile, "tier + profile"
+	// has one.
+	Tier bool
+}
+
+// TierSuffix marks an arm's Key when the tier is in force with it.
+const TierSuffix = "+tier"
+
+// Key identifies the arm's kernel state in the ledger (a trial's
+// Candidate): the profile's hash, with TierSuffix when the tier is in force.
+func (a Arm) Key() string {
+	if a.Tier {
+		return a.Hash + TierSuffix
+	}
+	return a.Hash
+}
+
+// WithTier is a with the tier in force.
+func (a Arm) WithTier() Arm {
+	a.Tier = true
+	return a
 }
 
 // NewArm returns the arm for p (nil: stock).

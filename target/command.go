@@ -1,6 +1,9 @@
 package target
 
 import (
+	"runtime"
+	"temper.codes/temper-train/internal/cgroup"
+
 	"errors"
 	"fmt"
 	"os"
@@ -32,7 +35,10 @@ func startCommand(spec Spec) (*Target, error) {
 	// left behind may hold the pipe open for ever.
 	cmd.WaitDelay = time.Second
 	line := strings.Join(spec.Command, " ")
-	if err := cmd.Start(); err != nil {
+	// proceed lets the waiter reap the command once its start time is read.
+	proceed := make(chan struct{})
+	wait, err := launch(cmd, spec.StartIn, proceed)
+	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return nil, newError(ErrNotFound, err, fmt.Sprintf("start command %q: program %q not found (check the name and PATH)", line, spec.Command[0]))
 		}
@@ -50,8 +56,9 @@ func startCommand(spec Spec) (*Target, error) {
 	// the waiter can reap it; a command that has already exited is still a
 	// zombie here because nothing has waited for it yet.
 	st, statErr := readStat(cmd.Process.Pid)
+	close(proceed)
 	go func() {
-		err := cmd.Wait()
+		err := <-wait
 		t.mu.Lock()
 		t.waitErr = err
 		t.mu.Unlock()
@@ -75,6 +82,39 @@ func startCommand(spec Spec) (*Target, error) {
 	}
 	t.Tgids = tgids
 	return t, nil
+}
+
+// launch starts cmd and returns the channel its Wait result comes on, once
+// proceed is closed. In a cgroup (dir != nil) the command is forked on a
+// thread locked for its lifetime and gets PR_SET_PDEATHSIG: the kernel
+// sends it when the forking thread ends, and Go ends a thread only when the
+// goroutine locked to it returns — after Wait.
+func launch(cmd *exec.Cmd, dir *cgroup.Dir, proceed <-chan struct{}) (<-chan error, error) {
+	wait := make(chan error, 1)
+	if dir == nil {
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+		go func() { <-proceed; wait <- cmd.Wait() }()
+		return wait, nil
+	}
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := dir.Start(cmd); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		<-proceed
+		wait <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return wait, nil
 }
 
 // Exited returns a channel that is closed when the command of a command

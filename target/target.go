@@ -17,6 +17,8 @@
 package target
 
 import (
+	"temper.codes/temper-train/internal/cgroup"
+
 	"context"
 	"fmt"
 	"io"
@@ -57,6 +59,11 @@ type Spec struct {
 	// Command is a command line to start; the target is the started process
 	// and its descendants. See Target.Stop and Target.Exited.
 	Command []string
+	// StartIn is the cgroup Command starts in (the node rig's pod); nil is
+	// temper-train's own. A command started there is also killed by the
+	// kernel if temper-train dies (PR_SET_PDEATHSIG), so that a run killed
+	// with SIGKILL leaves no workload running in a rig nobody owns.
+	StartIn *cgroup.Dir
 	// Stdout and Stderr receive the command's output; nil means this
 	// process's own stdout and stderr. The command's stdin is /dev/null.
 	Stdout, Stderr io.Writer

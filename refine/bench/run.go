@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"temper.codes/temper-train/internal/cgroup"
+
 	"bytes"
 	"context"
 	"errors"
@@ -28,6 +30,9 @@ type Command struct {
 	// removed afterwards. The command runs in the caller's working
 	// directory, so that its relative paths mean what they say.
 	Dir string
+	// Cgroup is where the tool runs, in a session of its own (the node
+	// rig's client cgroup); nil: temper-train's cgroup and session.
+	Cgroup *cgroup.Dir
 }
 
 // outputLimit bounds what Run keeps of a tool's standard output; the reports
@@ -76,7 +81,7 @@ func Run(ctx context.Context, c Command) (Result, error) {
 		ctx, cancel = context.WithTimeoutCause(ctx, c.Timeout, ErrTimeout)
 		defer cancel()
 	}
-	stdout, stderr, pid, err := run(ctx, argv)
+	stdout, stderr, pid, err := run(ctx, argv, c.Cgroup)
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil {
 			if errors.Is(cause, ErrTimeout) {
@@ -106,7 +111,7 @@ func Run(ctx context.Context, c Command) (Result, error) {
 
 // run starts argv in a new process group and waits for it, killing the group
 // when the leader exits or ctx is done.
-func run(ctx context.Context, argv []string) (stdout, stderr []byte, pid int, err error) {
+func run(ctx context.Context, argv []string, dir *cgroup.Dir) (stdout, stderr []byte, pid int, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, nil, 0, err
 	}
@@ -119,6 +124,11 @@ func run(ctx context.Context, argv []string) (stdout, stderr []byte, pid int, er
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if dir != nil {
+		// A client of its own: its session (whose id is its process group,
+		// killed as one below) and its cgroup.
+		cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Setsid = false, true
+	}
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, 0, err
@@ -130,7 +140,12 @@ func run(ctx context.Context, argv []string) (stdout, stderr []byte, pid int, er
 		return nil, nil, 0, err
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
-	startErr := cmd.Start()
+	var startErr error
+	if dir != nil {
+		startErr = dir.Start(cmd)
+	} else {
+		startErr = cmd.Start()
+	}
 	outW.Close()
 	errW.Close()
 	if startErr != nil {

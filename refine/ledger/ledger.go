@@ -60,7 +60,10 @@ type Header struct {
 	Bench         []string          `json:"bench"`   // the benchmark's argv
 	Adapter       string            `json:"adapter"`
 	Target        string            `json:"target"`
-	Seed          uint64            `json:"seed"`
+	// Rig describes the node-shaped rig the workload ran in (rig.Describe),
+	// one line per part; empty when there was none.
+	Rig  []string `json:"rig,omitempty"`
+	Seed uint64   `json:"seed"`
 	// Config is the engine's configuration; a resumed run uses it, not its
 	// own flags, so that it replays the same plan.
 	Config json.RawMessage `json:"config"`

@@ -37,6 +37,17 @@ type Report struct {
 	Guards []string
 
 	Arms []Arm
+	// DeltaBase is the arm each level's Delta measures against (the
+	// decision's baseline): 0, stock, or tier only when the run measured
+	// the tier (Report.Tier).
+	DeltaBase int
+	// Tier says the run measured the seeds' three arms: stock, tier only,
+	// tier + profile; each level's Product then compares tier + refined
+	// with stock.
+	Tier bool
+	// Rig describes the node-shaped rig the run measured on, one line per
+	// part; empty when the workload ran where temper-train did.
+	Rig []string
 	// Columns are the metrics of the ladder table, the one shown first in
 	// each cell first (as the seeds show throughput, then p99 in
 	// parentheses), e.g. ["throughput", "p99_ms"].
@@ -68,9 +79,12 @@ type Arm struct {
 type Level struct {
 	Bg    int    // CPU spinners running beside the workload
 	Cells []Cell // one per arm, in Report.Arms order; N == 0: not measured
-	// Delta compares the last arm with the first on the primary metric;
-	// nil when they were not compared at this level.
+	// Delta compares the last arm with Report.DeltaBase on the primary
+	// metric; nil when they were not compared at this level.
 	Delta *Delta
+	// Product compares the last arm (tier + refined) with stock, as a
+	// description, when the run measured the tier.
+	Product *Delta
 }
 
 // Cell is one arm at one level: medians across trials (one trial, one

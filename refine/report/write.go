@@ -117,11 +117,11 @@ func (r Report) Markdown(w io.Writer) {
 	p("# %s\n\n", title)
 	switch {
 	case r.Kept && r.Refined != "":
-		p("**Kept**: the refined profile beat %s in the final comparison on fresh trials; written to `%s`.\n\n", r.armName(0), r.Refined)
+		p("**Kept**: the refined profile beat %s in the final comparison on fresh trials; written to `%s`.\n\n", r.armName(r.DeltaBase), r.Refined)
 	case r.Kept:
-		p("**Kept**: the refined profile beat %s in the final comparison on fresh trials.\n\n", r.armName(0))
+		p("**Kept**: the refined profile beat %s in the final comparison on fresh trials.\n\n", r.armName(r.DeltaBase))
 	default:
-		p("**Nothing kept**: no profile was shown to beat %s with significance and by at least %s; no refined profile was written.\n\n", r.armName(0), pct(r.Rule.MinEffect))
+		p("**Nothing kept**: no profile was shown to beat %s with significance and by at least %s; no refined profile was written.\n\n", r.armName(r.DeltaBase), pct(r.Rule.MinEffect))
 	}
 
 	p("| | |\n|---|---|\n")
@@ -152,6 +152,13 @@ func (r Report) Markdown(w io.Writer) {
 	row("stopped", r.Stopped)
 	p("\n")
 
+	if len(r.Rig) > 0 {
+		p("## Rig: a node on this machine\n\n")
+		for _, l := range r.Rig {
+			p("- %s\n", l)
+		}
+		p("\n")
+	}
 	if len(r.Arms) > 0 {
 		p("## Arms\n\n")
 		for _, a := range r.Arms {
@@ -213,7 +220,10 @@ func (r Report) ladder(w io.Writer) {
 	}
 	p("Medians across trials (one trial, one sample), %s per cell; an arm in the final comparison shows that comparison's trials only.", cell)
 	if len(r.Arms) > 1 {
-		p(" Δ is %s of **%s** against **%s**: the Hodges–Lehmann relative shift with its interval, Mann–Whitney p, n per arm.", r.Rule.Metric, r.armName(len(r.Arms)-1), r.armName(0))
+		p(" Δ is %s of **%s** against **%s**: the Hodges–Lehmann relative shift with its interval, Mann–Whitney p, n per arm.", r.Rule.Metric, r.armName(len(r.Arms)-1), r.armName(r.DeltaBase))
+		if r.Tier {
+			p(" Δ vs %s describes the product (tier and profile together) and decides nothing.", r.armName(0))
+		}
 	}
 	p("\n\n| bg spinners |")
 	for _, a := range r.Arms {
@@ -222,12 +232,18 @@ func (r Report) ladder(w io.Writer) {
 	if len(r.Arms) > 1 {
 		p(" Δ %s | p | n |", r.Rule.Metric)
 	}
+	if r.Tier {
+		p(" Δ vs %s | p |", cellText(r.armName(0)))
+	}
 	p("\n|---|")
 	for range r.Arms {
 		p("---|")
 	}
 	if len(r.Arms) > 1 {
 		p("---|---|---|")
+	}
+	if r.Tier {
+		p("---|---|")
 	}
 	p("\n")
 	for _, l := range r.Ladder {
@@ -252,6 +268,13 @@ func (r Report) ladder(w io.Writer) {
 				p(" %s [%s, %s] | %s | %d+%d |", spct(d.Effect.Center), spct(d.Effect.Lo), spct(d.Effect.Hi), pval(d.P), d.NBase, d.NCand)
 			} else {
 				p(" — | — | — |")
+			}
+		}
+		if r.Tier {
+			if d := l.Product; d != nil {
+				p(" %s [%s, %s] | %s |", spct(d.Effect.Center), spct(d.Effect.Lo), spct(d.Effect.Hi), pval(d.P))
+			} else {
+				p(" — | — |")
 			}
 		}
 		p("\n")
