@@ -131,7 +131,8 @@ func atLeast(release string, major, minor int) bool {
 //
 // The rule, group by group:
 //   - exclusive: the group's CPUs (whole cores);
-//   - latency: nice from weight where the profile sets one (NiceForWeight),
+//   - latency: nice from weight where the profile sets one that is not a
+//     default thread's (NiceForWeight ≠ 0),
 //     SCHED_RR with reset-on-fork at rt_priority where it sets one;
 //   - batch: SCHED_BATCH; yield: SCHED_IDLE; normal: nothing of its own;
 //   - every fair-class group (all but yield and RT latency) gets slice_us as
@@ -156,8 +157,11 @@ func treatments(p *profiles.Profile, cores scheduler.Allocation, k kernel, cs cp
 			t.cpus = cores.Exclusive[i]
 			excl = append(excl, t.cpus...)
 		case profiles.Latency:
-			if g.Weight != 0 {
-				t.setNice, t.nice = true, NiceForWeight(g.Weight)
+			// A weight that maps to nice 0 is a default thread's: nothing
+			// to set, so latency at weight 100 is the same kernel state as
+			// normal.
+			if n := NiceForWeight(g.Weight); n != 0 {
+				t.setNice, t.nice = true, n
 			}
 			if g.RTPriority != 0 {
 				if g.RTPriority < 1 || g.RTPriority > 99 {
@@ -189,7 +193,7 @@ func treatments(p *profiles.Profile, cores scheduler.Allocation, k kernel, cs cp
 			t.notes = append(t.notes, "preempt not applied: CFS decides wakeup preemption itself (a shorter slice makes a thread's deadline earlier, and so its wakeups likelier to preempt)")
 		}
 		if g.Treatment == profiles.Latency && !t.setNice && !t.setPolicy && !t.setSlice {
-			t.notes = append(t.notes, "latency without weight, slice_us or rt_priority: the CFS backend leaves these threads as they are")
+			t.notes = append(t.notes, "latency with nothing CFS sets (no slice_us, no rt_priority, no weight other than a default thread's): the CFS backend leaves these threads as they are")
 		}
 		if g.Treatment == profiles.Exclusive {
 			if cs.dir != "" {
