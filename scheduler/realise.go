@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"temper.codes/temper-train/machine"
@@ -68,10 +69,41 @@ func (r Realised) Key() string {
 	b.WriteString("backend=" + r.Backend + "\n")
 	writeSettings(&b, "plan", r.Settings)
 	for _, g := range r.Groups {
-		m, _ := json.Marshal(g.Match) // a struct of strings, bools and slices: cannot fail
-		writeSettings(&b, "group "+string(m), g.Settings)
+		writeSettings(&b, "group "+matchKey(g.Match), g.Settings)
 	}
 	return b.String()
+}
+
+// matchKey spells a group's matchers canonically: the kinds it uses in
+// schema order, each list sorted (its entries are alternatives).
+func matchKey(m profiles.Match) string {
+	var parts []string
+	add := func(kind string, v any) {
+		b, _ := json.Marshal(v) // strings, bools and string slices: cannot fail
+		parts = append(parts, kind+"="+string(b))
+	}
+	list := func(kind string, l []string) {
+		if len(l) > 0 {
+			add(kind, slices.Sorted(slices.Values(l)))
+		}
+	}
+	list(profiles.KindCommPrefix, m.CommPrefix)
+	if m.CommRegex != "" {
+		add(profiles.KindCommRegex, m.CommRegex)
+	}
+	list(profiles.KindExcludePrefix, m.ExcludePrefix)
+	list(profiles.KindPcommPrefix, m.PcommPrefix)
+	list(profiles.KindCmdlinePrefix, m.CmdlinePrefix)
+	if m.GroupLeader != nil {
+		add(profiles.KindGroupLeader, *m.GroupLeader)
+	}
+	if m.CgroupPrefix != "" {
+		add(profiles.KindCgroupPrefix, m.CgroupPrefix)
+	}
+	if m.All {
+		add(profiles.KindAll, true)
+	}
+	return "{" + strings.Join(parts, " ") + "}"
 }
 
 func writeSettings(b *strings.Builder, head string, s []Setting) {
@@ -94,10 +126,10 @@ func (r Realised) Group(name string) (RealisedGroup, bool) {
 }
 
 // Summary says in one line what the group's threads get, e.g.
-// "policy=SCHED_OTHER slice=100µs", or "left as they are".
+// "policy=SCHED_BATCH slice=100µs", or "nothing (left as they are)".
 func (g RealisedGroup) Summary() string {
 	if len(g.Settings) == 0 {
-		return "left as they are"
+		return "nothing (left as they are)"
 	}
 	parts := make([]string, len(g.Settings))
 	for i, s := range g.Settings {

@@ -487,6 +487,9 @@ func (a *applied) Stats() ([]scheduler.GroupStats, error) {
 		if i < len(a.groups) {
 			g := a.plan.Profile.ThreadGroups[i]
 			s.Group, s.Treatment = g.Name, g.Treatment
+			// What the kernel got, then what it did not: the realisation
+			// (treatments) Realise reports.
+			s.Notes = append(s.Notes, "cfs sets "+scheduler.RealisedGroup{Settings: a.groups[i].settings()}.Summary())
 			s.Notes = append(s.Notes, a.groups[i].notes...)
 		} else {
 			s.Group, s.Treatment = scheduler.Unmatched, profiles.Normal

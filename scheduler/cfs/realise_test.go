@@ -63,7 +63,7 @@ func neighbours(t *testing.T, p *profiles.Profile) map[string]*profiles.Profile 
 // slices were applied, 9 of Redis's 13 neighbours changed nothing.
 func TestRealiseNeighbours(t *testing.T) {
 	type row struct {
-		step           string
+		step            string
 		equal, equalOld bool // equal realisation on a 6.12+ kernel; on an older one
 	}
 	cases := []struct {
