@@ -1,7 +1,7 @@
 // Package cfs is the scheduler backend for kernels without sched_ext: it
 // puts a workload profile in force through what the fair class (CFS/EEVDF)
 // and the kernel's per-thread settings offer — CPU affinity, scheduling
-// policy and nice — and puts every thread back exactly as it was.
+// policy, nice and slice — and puts every thread back exactly as it was.
 //
 // What each treatment does:
 //
@@ -13,12 +13,18 @@
 //     CPUs from its cpuset.cpus while applied, recorded in the state file
 //     and restored exactly on revert. Tasks in the root cpuset cgroup cannot
 //     be kept off that way and may still run there.
-//   - latency: nice from the group's weight (NiceForWeight; -5 without one),
-//     and SCHED_RR at rt_priority when the profile sets one, bounded by the
-//     kernel's RT throttling (refused when sched_rt_runtime_us is -1).
+//   - latency: nice from the group's weight where it sets one that is not a
+//     default thread's (NiceForWeight), and SCHED_RR with reset-on-fork at
+//     rt_priority when the profile sets one, bounded by the kernel's RT
+//     throttling (refused when sched_rt_runtime_us is -1).
 //   - normal: untouched.
 //   - batch: SCHED_BATCH, nice kept.
 //   - yield: SCHED_IDLE.
+//
+// Every group whose threads stay in the fair class gets slice_us as its
+// threads' slice (sched_attr.sched_runtime, Linux 6.12+; noted and not set
+// on older kernels). The rule is treatments (realise.go); Realise reports
+// it without applying.
 //
 // Before changing a thread the backend records its original settings in a
 // state file (written atomically, rewritten on every change), so that
