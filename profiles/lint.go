@@ -23,6 +23,26 @@ type LintOptions struct {
 	Demote bool
 	// Strict promotes every warning to an error.
 	Strict bool
+	// RTRuntime says whether the target's cgroup lets its threads run
+	// SCHED_RR (the CFS backend's rt_priority); the zero value is unknown
+	// and not checked. The caller finds it out (cfs.RTRuntimeOf).
+	RTRuntime RTRuntime
+}
+
+// RTRuntime says whether a target's threads may run at an RT priority.
+// With RT group scheduling (CONFIG_RT_GROUP_SCHED, cgroup v1's
+// cpu.rt_runtime_us) the kernel refuses SCHED_RR with EPERM in a cgroup
+// given no RT runtime, which is every new cgroup's default: lint says so
+// before apply gets that far.
+type RTRuntime struct {
+	// Checked is false when nobody looked: lint then does not check.
+	Checked bool
+	// Available: SCHED_RR is allowed (no RT group scheduling, cgroup v2,
+	// or RT runtime in the target's cgroup).
+	Available bool
+	// Why says what decided, e.g. "cgroup /kubepods/pod1 has
+	// cpu.rt_runtime_us 0".
+	Why string
 }
 
 // Lint checks that p is sound for the machine and backend opt describes:
@@ -221,6 +241,8 @@ func (l *linter) fields(i int) {
 			l.errorf(i, "rt_priority", "%d is outside 0..99", g.RTPriority)
 		case g.Treatment != Latency:
 			l.errorf(i, "rt_priority", "only latency groups may run as SCHED_RR; a %s group at RT priority would starve everything else", g.Treatment)
+		case l.opt.RTRuntime.Checked && !l.opt.RTRuntime.Available && slices.Contains(l.backends, BackendCFS):
+			l.errorf(i, "rt_priority", "the target's threads cannot run SCHED_RR: %s, so the kernel would refuse it (EPERM); give that cgroup RT runtime or drop rt_priority", l.opt.RTRuntime.Why)
 		}
 	}
 	if g.Preempt && g.Treatment != Latency && g.Treatment != Exclusive {

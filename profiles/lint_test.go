@@ -191,6 +191,18 @@ func TestLintRules(t *testing.T) {
 		{name: "rt_priority only on latency groups",
 			change: func(p *Profile) { p.ThreadGroups[2].RTPriority = 10 },
 			want:   []want{{Error, 2, "rt_priority", "only latency groups may run as SCHED_RR"}}},
+		{name: "rt_priority where the cgroup has no RT runtime",
+			change: func(p *Profile) { p.ThreadGroups[1].RTPriority = 10 },
+			opt:    LintOptions{RTRuntime: RTRuntime{Checked: true, Why: "cgroup /pod has cpu.rt_runtime_us 0"}},
+			want:   []want{{Error, 1, "rt_priority", "cannot run SCHED_RR: cgroup /pod has cpu.rt_runtime_us 0"}}},
+		{name: "rt_priority where the cgroup has RT runtime",
+			change: func(p *Profile) { p.ThreadGroups[1].RTPriority = 10 },
+			opt:    LintOptions{RTRuntime: RTRuntime{Checked: true, Available: true}},
+			none:   true},
+		{name: "rt_priority without RT runtime on sched_ext, which does not apply it",
+			change: func(p *Profile) { p.ThreadGroups[1].RTPriority = 10 },
+			opt:    LintOptions{Backend: BackendSchedExt, RTRuntime: RTRuntime{Checked: true, Why: "no runtime"}},
+			none:   true},
 		{name: "fields of the wrong treatment",
 			change: func(p *Profile) {
 				p.ThreadGroups[2].CPUFraction, p.ThreadGroups[2].ExclusiveCores, p.ThreadGroups[2].Preempt = 0.5, 1, true

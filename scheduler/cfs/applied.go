@@ -39,6 +39,7 @@ type applied struct {
 	failed     map[int]*thread // threads whose revert failed, kept for a retry
 
 	cpuset cpusetPlan
+	kernel kernel
 	// narrowed are the cgroups whose cpusets lost the exclusive CPUs, in
 	// the order narrowed (children first); after Revert, those whose
 	// restore failed.
@@ -235,7 +236,7 @@ func (a *applied) admit(pt profiles.Thread) (*thread, error) {
 	if err != nil {
 		return nil, err
 	}
-	cur, err := readSettings(pt.Tid)
+	cur, err := readSettings(pt.Tid, a.kernel.baseSliceNs)
 	if err != nil {
 		return nil, fmt.Errorf("cfs: thread %d (%s): %w", pt.Tid, pt.Comm, err)
 	}
@@ -293,7 +294,10 @@ func (a *applied) baseline(tgid int, cur Settings) Settings {
 				out.CPUs = leader.Original.CPUs
 			}
 			if th.Changed.Policy && cur.Policy == th.applied.Policy && cur.RTPriority == th.applied.RTPriority {
-				out.Policy, out.RTPriority = leader.Original.Policy, leader.Original.RTPriority
+				out.Policy, out.RTPriority, out.ResetOnFork = leader.Original.Policy, leader.Original.RTPriority, leader.Original.ResetOnFork
+			}
+			if th.Changed.Slice && cur.SliceNs == th.applied.SliceNs {
+				out.SliceNs = leader.Original.SliceNs
 			}
 			if th.Changed.Nice && cur.Nice == th.applied.Nice {
 				out.Nice = leader.Original.Nice
@@ -341,24 +345,38 @@ func (a *applied) wanted(g int, orig, cur Settings) (Fields, Settings, bool) {
 		t := a.groups[g]
 		if t.setPolicy {
 			w.Policy, w.RTPriority = t.policy, t.rtPrio
+			w.ResetOnFork = orig.ResetOnFork || t.resetOnFork
 		}
 		if t.setNice {
 			w.Nice = t.nice
 		}
+		if t.setSlice {
+			w.SliceNs = t.sliceNs
+		}
+	}
+	policy := func(s Settings) [3]int {
+		rof := 0
+		if s.ResetOnFork {
+			rof = 1
+		}
+		return [3]int{s.Policy, s.RTPriority, rof}
 	}
 	f := Fields{
 		Affinity: !slices.Equal(w.CPUs, cur.CPUs) || !slices.Equal(orig.CPUs, cur.CPUs),
-		Policy:   w.Policy != cur.Policy || w.RTPriority != cur.RTPriority || orig.Policy != cur.Policy || orig.RTPriority != cur.RTPriority,
+		Policy:   policy(w) != policy(cur) || policy(orig) != policy(cur),
 		Nice:     w.Nice != cur.Nice || orig.Nice != cur.Nice,
+		Slice:    w.SliceNs != cur.SliceNs || orig.SliceNs != cur.SliceNs,
 	}
 	return f, w, kept
 }
 
-// change moves a thread from orig to w in the fields f names: policy first
-// (it carries nice for the fair policies), then nice, then affinity.
+// change moves a thread from orig to w in the fields f names: policy and
+// slice first (one sched_setattr, which also carries nice for the fair
+// policies), then nice, then affinity. A field f does not name is the
+// same in w as in orig.
 func change(tid int, orig, w Settings, f Fields) error {
-	if f.Policy {
-		if err := setPolicy(tid, w.Policy, w.RTPriority, orig.Nice, orig.ResetOnFork); err != nil {
+	if f.Policy || f.Slice {
+		if err := setAttr(tid, w); err != nil {
 			return err
 		}
 	}
@@ -375,15 +393,15 @@ func change(tid int, orig, w Settings, f Fields) error {
 	return nil
 }
 
-// restore puts back the fields f of a thread's original settings. All three
-// are attempted; the errors are joined.
+// restore puts back the fields f of a thread's original settings. Each is
+// attempted; the errors are joined.
 func restore(tid int, orig Settings, f Fields) error {
 	var errs []error
-	if f.Policy {
-		errs = append(errs, setPolicy(tid, orig.Policy, orig.RTPriority, orig.Nice, orig.ResetOnFork))
+	if f.Policy || f.Slice {
+		errs = append(errs, setAttr(tid, orig))
 	}
 	// sched_setattr carries nice only for the fair policies.
-	if f.Nice || f.Policy && orig.Policy != unix.SCHED_NORMAL && orig.Policy != unix.SCHED_BATCH && orig.Policy != unix.SCHED_IDLE {
+	if f.Nice || (f.Policy || f.Slice) && !fairPolicy(orig.Policy) {
 		errs = append(errs, setNice(tid, orig.Nice))
 	}
 	if f.Affinity {
@@ -469,6 +487,9 @@ func (a *applied) Stats() ([]scheduler.GroupStats, error) {
 		if i < len(a.groups) {
 			g := a.plan.Profile.ThreadGroups[i]
 			s.Group, s.Treatment = g.Name, g.Treatment
+			// What the kernel got, then what it did not: the realisation
+			// (treatments) Realise reports.
+			s.Notes = append(s.Notes, "cfs sets "+scheduler.RealisedGroup{Settings: a.groups[i].settings()}.Summary())
 			s.Notes = append(s.Notes, a.groups[i].notes...)
 		} else {
 			s.Group, s.Treatment = scheduler.Unmatched, profiles.Normal

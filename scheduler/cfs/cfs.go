@@ -1,7 +1,7 @@
 // Package cfs is the scheduler backend for kernels without sched_ext: it
 // puts a workload profile in force through what the fair class (CFS/EEVDF)
 // and the kernel's per-thread settings offer — CPU affinity, scheduling
-// policy and nice — and puts every thread back exactly as it was.
+// policy, nice and slice — and puts every thread back exactly as it was.
 //
 // What each treatment does:
 //
@@ -13,12 +13,18 @@
 //     CPUs from its cpuset.cpus while applied, recorded in the state file
 //     and restored exactly on revert. Tasks in the root cpuset cgroup cannot
 //     be kept off that way and may still run there.
-//   - latency: nice from the group's weight (NiceForWeight; -5 without one),
-//     and SCHED_RR at rt_priority when the profile sets one, bounded by the
-//     kernel's RT throttling (refused when sched_rt_runtime_us is -1).
+//   - latency: nice from the group's weight where it sets one that is not a
+//     default thread's (NiceForWeight), and SCHED_RR with reset-on-fork at
+//     rt_priority when the profile sets one, bounded by the kernel's RT
+//     throttling (refused when sched_rt_runtime_us is -1).
 //   - normal: untouched.
 //   - batch: SCHED_BATCH, nice kept.
 //   - yield: SCHED_IDLE.
+//
+// Every group whose threads stay in the fair class gets slice_us as its
+// threads' slice (sched_attr.sched_runtime, Linux 6.12+; noted and not set
+// on older kernels). The rule is treatments (realise.go); Realise reports
+// it without applying.
 //
 // Before changing a thread the backend records its original settings in a
 // state file (written atomically, rewritten on every change), so that
@@ -32,9 +38,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
-
-	"golang.org/x/sys/unix"
 
 	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/profiles"
@@ -99,17 +102,6 @@ func (b *Backend) Probe() error {
 	return scheduler.CheckPrivileges(caps, Name, "changing other processes' thread affinity, policy and nice", procfs.CapSysNice)
 }
 
-// treatment is what one thread group's threads get.
-type treatment struct {
-	cpus      []int // exclusive groups: their CPUs; nil otherwise
-	setPolicy bool
-	policy    int
-	rtPrio    int
-	setNice   bool
-	nice      int
-	notes     []string // what the profile asks that CFS does not do
-}
-
 // Apply checks the plan, records and changes every current thread of the
 // target, and returns the plan in force. On error everything it changed is
 // put back. Cancelling ctx reverts.
@@ -123,7 +115,9 @@ func (b *Backend) Apply(ctx context.Context, p scheduler.Plan) (scheduler.Applie
 	if len(p.Cores.Exclusive) != len(p.Profile.ThreadGroups) {
 		return nil, fmt.Errorf("cfs: plan's core allocation has %d groups, profile %q has %d", len(p.Cores.Exclusive), p.Profile.ID, len(p.Profile.ThreadGroups))
 	}
-	groups, excl, err := treatments(p)
+	k := b.kernel()
+	cs := b.cpusetSetup(p.Cores)
+	groups, excl, err := treatments(p.Profile, p.Cores, k, cs)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +130,8 @@ func (b *Backend) Apply(ctx context.Context, p scheduler.Plan) (scheduler.Applie
 		return nil, fmt.Errorf("cfs: %w", err)
 	}
 	a := &applied{
-		cpuset:    b.cpusetSetup(excl),
+		cpuset:    cs,
+		kernel:    k,
 		plan:      p,
 		groups:    groups,
 		exclusive: excl,
@@ -155,8 +150,6 @@ func (b *Backend) Apply(ctx context.Context, p scheduler.Plan) (scheduler.Applie
 		}
 		if a.cpuset.dir != "" {
 			a.note(fmt.Sprintf("cfs: group %q gets CPUs %s (whole cores); the workload's other threads are moved off them, and every other cgroup below %s loses them from its cpuset; tasks in the root cpuset cgroup can still run there", g.Name, cpuString(groups[i].cpus), a.cpuset.scope))
-			groups[i].notes = slices.DeleteFunc(groups[i].notes, func(n string) bool { return strings.HasPrefix(n, "exclusivity partial") })
-			groups[i].notes = append(groups[i].notes, "exclusivity through cpusets: other cgroups below "+a.cpuset.scope+" are kept off CPUs "+cpuString(groups[i].cpus)+"; tasks in the root cpuset cgroup are not")
 			continue
 		}
 		a.note(fmt.Sprintf("cfs: group %q gets CPUs %s (whole cores); the workload's other threads are moved off them, but CFS cannot keep other processes or pods off them or their SMT siblings", g.Name, cpuString(groups[i].cpus)))
@@ -190,9 +183,9 @@ type cpusetPlan struct {
 }
 
 // cpusetSetup decides whether and where other cgroups lose the exclusive
-// CPUs excl.
-func (b *Backend) cpusetSetup(excl []int) cpusetPlan {
-	if len(excl) == 0 || b.opts.LeaveCpusets {
+// CPUs of cores.
+func (b *Backend) cpusetSetup(cores scheduler.Allocation) cpusetPlan {
+	if !slices.ContainsFunc(cores.Exclusive, func(c []int) bool { return len(c) > 0 }) || b.opts.LeaveCpusets {
 		return cpusetPlan{}
 	}
 	root := b.opts.CgroupRoot
@@ -208,60 +201,4 @@ func (b *Backend) cpusetSetup(excl []int) cpusetPlan {
 		scope = b.opts.CpusetScope
 	}
 	return cpusetPlan{dir: dir, scope: scope, v2: v2}
-}
-
-// treatments turns the profile's groups into what this backend does for
-// each, and returns every exclusive CPU.
-func treatments(p scheduler.Plan) ([]treatment, []int, error) {
-	var excl []int
-	out := make([]treatment, len(p.Profile.ThreadGroups))
-	rtChecked := false
-	for i, g := range p.Profile.ThreadGroups {
-		t := &out[i]
-		if g.RTPriority != 0 && g.Treatment != profiles.Latency {
-			return nil, nil, fmt.Errorf("thread group %q: rt_priority is for latency groups only, this one is %s", g.Name, g.Treatment)
-		}
-		switch g.Treatment {
-		case profiles.Exclusive:
-			if len(p.Cores.Exclusive[i]) == 0 {
-				return nil, nil, fmt.Errorf("thread group %q: exclusive but the plan allocated it no CPUs", g.Name)
-			}
-			t.cpus = p.Cores.Exclusive[i]
-			excl = append(excl, t.cpus...)
-		case profiles.Latency:
-			t.setNice, t.nice = true, NiceForWeight(g.Weight)
-			if g.RTPriority != 0 {
-				if g.RTPriority < 1 || g.RTPriority > 99 {
-					return nil, nil, fmt.Errorf("thread group %q: rt_priority %d is outside 1..99", g.Name, g.RTPriority)
-				}
-				if !rtChecked {
-					if err := checkRTBounded(rtRuntimePath); err != nil {
-						return nil, nil, fmt.Errorf("thread group %q: %w", g.Name, err)
-					}
-					rtChecked = true
-				}
-				t.setPolicy, t.policy, t.rtPrio = true, unix.SCHED_RR, g.RTPriority
-			}
-		case profiles.Normal:
-		case profiles.Batch:
-			t.setPolicy, t.policy = true, unix.SCHED_BATCH
-		case profiles.Yield:
-			t.setPolicy, t.policy = true, unix.SCHED_IDLE
-		default:
-			return nil, nil, fmt.Errorf("thread group %q: unknown treatment %q", g.Name, g.Treatment)
-		}
-		if g.Weight != 0 && g.Treatment != profiles.Latency {
-			t.notes = append(t.notes, fmt.Sprintf("weight %d not applied: the CFS backend maps weight to nice for latency groups only", g.Weight))
-		}
-		if g.SliceUs != 0 {
-			t.notes = append(t.notes, fmt.Sprintf("slice_us %d not applied: the CFS backend sets no per-thread time slice", g.SliceUs))
-		}
-		if g.Preempt {
-			t.notes = append(t.notes, "preempt not applied: CFS decides wakeup preemption itself (a latency group's lower nice makes it likelier)")
-		}
-		if g.Treatment == profiles.Exclusive {
-			t.notes = append(t.notes, "exclusivity partial: only the workload's other threads are kept off CPUs "+cpuString(t.cpus)+"; other processes and pods, and their use of the SMT siblings, are not")
-		}
-	}
-	return out, excl, nil
 }

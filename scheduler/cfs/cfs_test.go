@@ -46,6 +46,14 @@ func TestApplyRevertWorkload(t *testing.T) {
 
 	pl := plan(t, workloadProfile(), p.cmd.Process.Pid)
 	excl := pl.Cores.Exclusive[0]
+	k := probeSlice()
+	// The workers' slice_us 500 is their slice where the kernel takes one.
+	workerSlice := func(was uint64) uint64 {
+		if k.slice {
+			return 500_000
+		}
+		return was
+	}
 	a, state, notes := applyForTest(t, context.Background(), pl)
 
 	shared := func(name string) string { return minus(t, before[name].CPUs, excl) }
@@ -54,22 +62,24 @@ func TestApplyRevertWorkload(t *testing.T) {
 		want  func(name string) kernelView
 	}{
 		{[]string{"wl-compute-0", "wl-compute-1"}, func(n string) kernelView {
-			return kernelView{CPUs: cpus(excl), Policy: before[n].Policy, Nice: before[n].Nice}
+			return kernelView{CPUs: cpus(excl), Policy: before[n].Policy, Nice: before[n].Nice, Slice: before[n].Slice}
 		}},
 		{[]string{"wl-acceptor"}, func(n string) kernelView {
-			return kernelView{CPUs: shared(n), Policy: unix.SCHED_RR, RTPrio: 10, Nice: -5}
+			// No weight: nice stays; RT threads' children must not inherit RT.
+			// /proc shows no slice for RT and SCHED_IDLE threads.
+			return kernelView{CPUs: shared(n), Policy: unix.SCHED_RR, RTPrio: 10, Nice: before[n].Nice, ResetOnFork: true}
 		}},
 		{[]string{"wl-worker-0", "wl-worker-1", "wl-worker-2", "wl-worker-3"}, func(n string) kernelView {
-			return kernelView{CPUs: shared(n), Policy: unix.SCHED_NORMAL, Nice: NiceForWeight(200)}
+			return kernelView{CPUs: shared(n), Policy: unix.SCHED_NORMAL, Nice: NiceForWeight(200), Slice: workerSlice(before[n].Slice)}
 		}},
 		{[]string{"wl-logger", "wl-syncer"}, func(n string) kernelView {
-			return kernelView{CPUs: shared(n), Policy: unix.SCHED_BATCH, Nice: before[n].Nice}
+			return kernelView{CPUs: shared(n), Policy: unix.SCHED_BATCH, Nice: before[n].Nice, Slice: before[n].Slice}
 		}},
 		{[]string{"wl-idle-0", "wl-idle-1"}, func(n string) kernelView {
 			return kernelView{CPUs: shared(n), Policy: unix.SCHED_IDLE, Nice: before[n].Nice}
 		}},
 		{[]string{"wl-main", "wl-timer"}, func(n string) kernelView {
-			return kernelView{CPUs: shared(n), Policy: before[n].Policy, Nice: before[n].Nice}
+			return kernelView{CPUs: shared(n), Policy: before[n].Policy, Nice: before[n].Nice, Slice: before[n].Slice}
 		}},
 	}
 	for _, c := range cases {
@@ -117,8 +127,8 @@ func TestApplyRevertWorkload(t *testing.T) {
 	if want := []string{"compute", "acceptor", "workers", "wal", "idle", "leader", scheduler.Unmatched}; !slices.Equal(names, want) {
 		t.Errorf("stats groups %q, want %q", names, want)
 	}
-	if !slices.ContainsFunc(stats[2].Notes, func(m string) bool { return strings.HasPrefix(m, "slice_us 500 not applied") }) {
-		t.Errorf("workers' notes do not say slice_us is not applied: %q", stats[2].Notes)
+	if notApplied := slices.ContainsFunc(stats[2].Notes, func(m string) bool { return strings.HasPrefix(m, "slice_us 500 not applied") }); notApplied == k.slice {
+		t.Errorf("workers' notes %q: slice_us not applied is %t, the kernel takes a slice is %t", stats[2].Notes, notApplied, k.slice)
 	}
 	t.Logf("stats: %+v", stats)
 
@@ -164,13 +174,13 @@ func TestRefreshNewThreads(t *testing.T) {
 	prof := &profiles.Profile{SchemaVersion: 1, ID: "spawner", ThreadGroups: []profiles.ThreadGroup{
 		{Name: "main", Match: profiles.Match{CommPrefix: []string{"sp-main"}}, Treatment: profiles.Batch},
 		{Name: "late-0", Match: profiles.Match{CommPrefix: []string{"sp-late-0"}}, Treatment: profiles.Exclusive, ExclusiveCores: 1},
-		{Name: "late-1", Match: profiles.Match{CommPrefix: []string{"sp-late-1"}}, Treatment: profiles.Latency},
+		{Name: "late-1", Match: profiles.Match{CommPrefix: []string{"sp-late-1"}}, Treatment: profiles.Latency, Weight: 200, SliceUs: 200},
 	}}
 	pl := plan(t, prof, pid)
 	excl := pl.Cores.Exclusive[1]
 	shared := minus(t, before.CPUs, excl)
 	a, state, _ := applyForTest(t, context.Background(), pl)
-	if got, want := readKernel(t, pid), (kernelView{CPUs: shared, Policy: unix.SCHED_BATCH, Nice: before.Nice}); got != want {
+	if got, want := readKernel(t, pid), (kernelView{CPUs: shared, Policy: unix.SCHED_BATCH, Nice: before.Nice, Slice: before.Slice}); got != want {
 		t.Fatalf("sp-main applied: %v, want %v", got, want)
 	}
 
@@ -189,7 +199,7 @@ func TestRefreshNewThreads(t *testing.T) {
 	// they inherited, which is what group main wants.
 	testkit.Must(t, a.Refresh())
 	for _, tid := range late {
-		if got, want := readKernel(t, tid), (kernelView{CPUs: shared, Policy: unix.SCHED_BATCH, Nice: before.Nice}); got != want {
+		if got, want := readKernel(t, tid), (kernelView{CPUs: shared, Policy: unix.SCHED_BATCH, Nice: before.Nice, Slice: before.Slice}); got != want {
 			t.Errorf("new thread %d as sp-main: %v, want %v", tid, got, want)
 		}
 	}
@@ -213,9 +223,13 @@ func TestRefreshNewThreads(t *testing.T) {
 		}
 	}
 	testkit.Must(t, a.Refresh())
+	lateSlice := before.Slice
+	if probeSlice().slice {
+		lateSlice = 200_000
+	}
 	wants := []kernelView{
-		{CPUs: cpus(excl), Policy: before.Policy, Nice: before.Nice},    // sp-late-0: exclusive
-		{CPUs: shared, Policy: before.Policy, Nice: defaultLatencyNice}, // sp-late-1: latency
+		{CPUs: cpus(excl), Policy: before.Policy, Nice: before.Nice, Slice: before.Slice}, // sp-late-0: exclusive
+		{CPUs: shared, Policy: before.Policy, Nice: NiceForWeight(200), Slice: lateSlice}, // sp-late-1: latency
 	}
 	for i, tid := range late {
 		if got := readKernel(t, tid); got != wants[i] {
@@ -335,7 +349,7 @@ func TestRevertFile(t *testing.T) {
 	exited := exec1(t)
 	goodBefore, reusedBefore := readKernel(t, good), readKernel(t, reused)
 	// What a crashed apply left: good was set to SCHED_BATCH nice 7.
-	testkit.Must(t, setPolicy(good, unix.SCHED_BATCH, 0, 7, false))
+	testkit.Must(t, setAttr(good, Settings{Policy: unix.SCHED_BATCH, Nice: 7}))
 	self, _ := scheduler.TaskStartTime(os.Getpid())
 	orig := Settings{CPUs: parseCPUs(t, goodBefore.CPUs), Policy: goodBefore.Policy, Nice: goodBefore.Nice}
 	st := &State{Version: StateVersion, Backend: Name, Profile: "p", Pid: os.Getpid(), PidStart: self + 1, Threads: []Record{

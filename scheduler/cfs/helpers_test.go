@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/internal/testkit"
@@ -72,14 +74,16 @@ func start(t *testing.T, bin string, args ...string) *proc {
 // kernelView is a thread's scheduling as the kernel reports it in /proc,
 // read independently of the backend's own system calls.
 type kernelView struct {
-	CPUs   string // Cpus_allowed_list
-	Policy int    // stat field 41
-	RTPrio int    // stat field 40
-	Nice   int    // stat field 19
+	CPUs        string // Cpus_allowed_list
+	Policy      int    // stat field 41
+	RTPrio      int    // stat field 40
+	Nice        int    // stat field 19
+	Slice       uint64 // /proc/TID/sched se.slice (0 where the kernel does not show it)
+	ResetOnFork bool   // sched_getattr's flags: /proc does not show it
 }
 
 func (k kernelView) String() string {
-	return fmt.Sprintf("cpus %s %s prio %d nice %d", k.CPUs, machine.PolicyName(k.Policy), k.RTPrio, k.Nice)
+	return fmt.Sprintf("cpus %s %s prio %d nice %d slice %v reset_on_fork %t", k.CPUs, machine.PolicyName(k.Policy), k.RTPrio, k.Nice, time.Duration(k.Slice), k.ResetOnFork)
 }
 
 func readKernel(t *testing.T, tid int) kernelView {
@@ -93,7 +97,33 @@ func readKernel(t *testing.T, tid int) kernelView {
 	if err != nil {
 		t.Fatalf("thread %d: %v", tid, err)
 	}
-	return kernelView{CPUs: status.CPUsAllowedList, Policy: st.Policy, RTPrio: st.RTPriority, Nice: st.Nice}
+	attr, err := unix.SchedGetAttr(tid, 0)
+	if err != nil {
+		t.Fatalf("thread %d: %v", tid, err)
+	}
+	return kernelView{CPUs: status.CPUsAllowedList, Policy: st.Policy, RTPrio: st.RTPriority, Nice: st.Nice,
+		Slice: procSlice(t, tid), ResetOnFork: attr.Flags&unix.SCHED_FLAG_RESET_ON_FORK != 0}
+}
+
+// procSlice reads a thread's se.slice from /proc/TID/sched (kernels with
+// EEVDF show it), 0 when the file has no such line.
+func procSlice(t *testing.T, tid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/sched", tid))
+	if err != nil {
+		t.Fatalf("thread %d: %v", tid, err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && strings.TrimSpace(k) == "se.slice" {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				t.Fatalf("thread %d: se.slice %q: %v", tid, v, err)
+			}
+			return n
+		}
+	}
+	return 0
 }
 
 // views reads every thread of p.

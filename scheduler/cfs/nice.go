@@ -16,17 +16,14 @@ var prioToWeight = [40]float64{
 	/*  15 */ 36, 29, 23, 18, 15,
 }
 
-// defaultLatencyNice is the nice of a latency group that gives no weight:
-// weight 3121, about 3× a nice-0 thread's share when both are busy.
-const defaultLatencyNice = -5
-
 // NiceForWeight maps a profile weight (sched_ext style: 1..10000, 100 = a
 // default thread) onto the nice level whose CFS weight is nearest to
 // 1024·w/100, nearest on the table's geometric scale, clamped to -20..19.
-// Weight 0 means "by treatment" and gives defaultLatencyNice.
+// Weight 0 is no weight: the backend sets no nice for it (treatments), and
+// NiceForWeight gives nice 0, a default thread's.
 func NiceForWeight(w int) int {
 	if w <= 0 {
-		return defaultLatencyNice
+		return 0
 	}
 	target := math.Log(1024 * float64(w) / 100)
 	best, bestDist := 0, math.Inf(1)

@@ -15,13 +15,17 @@ import (
 )
 
 // Settings are the scheduling settings of one thread that this backend may
-// change and must put back: its CPU affinity, policy with RT priority, and
-// nice.
+// change and must put back: its CPU affinity, policy with RT priority,
+// nice and slice.
 type Settings struct {
 	CPUs       []int `json:"cpus"`        // sched_getaffinity, sorted
 	Policy     int   `json:"policy"`      // SCHED_OTHER 0, SCHED_FIFO 1, SCHED_RR 2, SCHED_BATCH 3, SCHED_IDLE 5, ...
 	RTPriority int   `json:"rt_priority"` // 1..99 for SCHED_FIFO and SCHED_RR, else 0
 	Nice       int   `json:"nice"`
+	// SliceNs is a fair thread's slice (sched_attr.sched_runtime, Linux
+	// 6.12+); 0 is the kernel's default, which is how a thread that set
+	// none is recorded and restored.
+	SliceNs uint64 `json:"slice_ns,omitempty"`
 	// ResetOnFork is SCHED_FLAG_RESET_ON_FORK, which sched_setattr would
 	// otherwise clear.
 	ResetOnFork bool `json:"reset_on_fork,omitempty"`
@@ -32,11 +36,12 @@ type Settings struct {
 // the others is left alone.
 type Fields struct {
 	Affinity bool `json:"affinity,omitempty"`
-	Policy   bool `json:"policy,omitempty"` // policy and RT priority
+	Policy   bool `json:"policy,omitempty"` // policy, RT priority and reset-on-fork
 	Nice     bool `json:"nice,omitempty"`
+	Slice    bool `json:"slice,omitempty"`
 }
 
-func (f Fields) any() bool { return f.Affinity || f.Policy || f.Nice }
+func (f Fields) any() bool { return f.Affinity || f.Policy || f.Nice || f.Slice }
 
 // String lists the fields, e.g. "affinity+nice".
 func (f Fields) String() string {
@@ -50,6 +55,9 @@ func (f Fields) String() string {
 	if f.Nice {
 		s = append(s, "nice")
 	}
+	if f.Slice {
+		s = append(s, "slice")
+	}
 	if len(s) == 0 {
 		return "nothing"
 	}
@@ -60,8 +68,9 @@ func (f Fields) String() string {
 func policyName(p int) string { return machine.PolicyName(p) }
 
 // readSettings reads tid's current settings with sched_getaffinity and
-// sched_getattr.
-func readSettings(tid int) (Settings, error) {
+// sched_getattr. A slice equal to baseSliceNs, the kernel's default (0:
+// unknown), is recorded as the default.
+func readSettings(tid int, baseSliceNs uint64) (Settings, error) {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(tid, &set); err != nil {
 		return Settings{}, sysErr("read CPU affinity", err)
@@ -70,13 +79,17 @@ func readSettings(tid int) (Settings, error) {
 	if err != nil {
 		return Settings{}, sysErr("read scheduling policy", err)
 	}
-	return Settings{
+	s := Settings{
 		CPUs:        cpuList(&set),
 		Policy:      int(attr.Policy),
 		RTPriority:  int(attr.Priority),
 		Nice:        int(attr.Nice),
 		ResetOnFork: attr.Flags&unix.SCHED_FLAG_RESET_ON_FORK != 0,
-	}, nil
+	}
+	if fairPolicy(s.Policy) && attr.Runtime != baseSliceNs {
+		s.SliceNs = attr.Runtime
+	}
+	return s, nil
 }
 
 // setAffinity sets tid's CPU affinity.
@@ -94,21 +107,24 @@ func setAffinity(tid int, cpus []int) error {
 	return nil
 }
 
-// setPolicy sets tid's policy and RT priority with sched_setattr, keeping
-// nice and reset-on-fork as given. A fair-class policy gets the default
-// time slice (sched_runtime 0): the kernel cannot tell us whether a thread
-// had asked for a custom one.
-func setPolicy(tid, policy, rtPrio, nice int, resetOnFork bool) error {
-	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: uint32(policy), Priority: uint32(rtPrio), Nice: int32(nice)}
-	if resetOnFork {
+// setAttr sets tid's policy, RT priority, reset-on-fork and, for the fair
+// policies, nice and slice, with one sched_setattr: it sets them all, so
+// callers pass the values to keep as well as those to change. Slice 0 is
+// the kernel's default; kernels before 6.12 ignore the slice.
+func setAttr(tid int, s Settings) error {
+	attr := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: uint32(s.Policy), Priority: uint32(s.RTPriority), Nice: int32(s.Nice), Runtime: s.SliceNs}
+	if s.ResetOnFork {
 		attr.Flags = unix.SCHED_FLAG_RESET_ON_FORK
 	}
 	if err := unix.SchedSetAttr(tid, &attr, 0); err != nil {
-		what := "set policy " + policyName(policy)
-		if rtPrio > 0 {
-			what += " priority " + strconv.Itoa(rtPrio)
+		what := "set policy " + policyName(s.Policy)
+		if s.RTPriority > 0 {
+			what += " priority " + strconv.Itoa(s.RTPriority)
 		}
-		if errors.Is(err, unix.EPERM) && (policy == unix.SCHED_RR || policy == unix.SCHED_FIFO) {
+		if s.SliceNs > 0 {
+			what += " slice " + strconv.FormatUint(s.SliceNs/1000, 10) + " µs"
+		}
+		if errors.Is(err, unix.EPERM) && (s.Policy == unix.SCHED_RR || s.Policy == unix.SCHED_FIFO) {
 			return fmt.Errorf("%s: %w (needs CAP_SYS_NICE, and with CONFIG_RT_GROUP_SCHED a cpu.rt_runtime_us above 0 in the thread's cgroup)", what, err)
 		}
 		return sysErr(what, err)

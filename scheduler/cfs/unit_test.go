@@ -14,14 +14,14 @@ import (
 
 func TestNiceForWeight(t *testing.T) {
 	cases := []struct{ weight, nice int }{
-		{0, -5},      // latency without a weight
+		{0, 0},       // no weight: a default thread
 		{100, 0},     // the default weight is nice 0's 1024
 		{200, -3},    // 2048: nearest 1991 (nice -3)
 		{50, 3},      // 512: nearest 526
 		{1000, -10},  // 10240: nearest 9548
 		{10000, -20}, // beyond the table
 		{1, 19},      // below it
-		{-7, -5},     // invalid reads as unset
+		{-7, 0},      // invalid reads as unset
 		{125, -1},    // 1280: 1277
 		{80, 1},      // 819: 820
 		{3000, -15},  // 30720: 29154
