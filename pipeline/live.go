@@ -1,6 +1,9 @@
 package pipeline
 
 import (
+	"temper.codes/temper-train/rig"
+	"temper.codes/temper-train/scheduler/cfs"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,6 +33,9 @@ type Live struct {
 	Bench    bench.Command // with its Timeout; Dir is set per trial
 	// Version is temper-train's, recorded in ledger headers.
 	Version string
+	// Rig is the node-shaped rig the target and the client run in; nil
+	// when they run where temper-train does.
+	Rig *rig.Rig
 	// Log and Progress receive refine's lines and state (nil: none).
 	Log      func(format string, args ...any)
 	Progress func(refine.Progress)
@@ -59,9 +65,45 @@ func thisMachine() (*machine.Topology, machine.Shape, error) {
 	return topo, shape, nil
 }
 
-// Lint checks a profile for the backend and this machine.
+// Lint checks a profile for the backend and this machine, and on CFS for
+// the target's cgroup: rt_priority where it has no RT runtime is an error.
 func (l *Live) Lint(p *profiles.Profile) []profiles.Finding {
-	return profiles.Lint(p, profiles.LintOptions{Backend: l.Backend.Name(), Shape: &l.Shape})
+	o := profiles.LintOptions{Backend: l.Backend.Name(), Shape: &l.Shape}
+	if l.Backend.Name() == cfs.Name && l.Target != nil && len(l.Target.Tgids) > 0 {
+		if rt, err := cfs.RTRuntimeOf("", l.Target.Tgids[0]); err == nil {
+			o.RTRuntime = rt
+		}
+	}
+	return profiles.Lint(p, o)
+}
+
+// Realise is the kernel state p puts the target in on the backend, as a
+// key: two profiles with one key are one arm. "" and no error when the
+// backend cannot say.
+func (l *Live) Realise(p *profiles.Profile) (string, error) {
+	r, ok := l.Backend.(scheduler.Realiser)
+	if !ok {
+		return "", nil
+	}
+	rs, err := r.Realise(p, l.Topology)
+	if err != nil {
+		return "", err
+	}
+	return rs.Key(), nil
+}
+
+// TierArm says whether a new run measures the tier arm: with a rig, on the
+// CFS backend (whose tier is the rig's besteffort parent as an idle
+// entity), unless noTier. note says why not where a rig has none.
+func (l *Live) TierArm(noTier bool, note func(string)) bool {
+	switch {
+	case l.Rig == nil || noTier:
+		return false
+	case l.Backend.Name() != cfs.Name:
+		note(fmt.Sprintf("no tier arm on the %s backend: its treatment of BestEffort pods is the scheduler's own (measured with the profile, not apart)", l.Backend.Name()))
+		return false
+	}
+	return true
 }
 
 // OpenLoop says whether the benchmark's last run was open-loop.
@@ -88,8 +130,27 @@ func (l *Live) Env(lw *ledger.Writer, trialDir string) refine.Env {
 			l.openLoop.Store(r.OpenLoop)
 			return r.Metrics, nil
 		},
-		Background: func(n int) (refine.Spinners, error) { return background.Start(n) },
+		Background: l.background,
+		Realise:    l.Realise,
+		Tier:       l.tier(),
 	}
+}
+
+// background starts n spinners: as a BestEffort pod of the rig, or in a
+// cgroup of their own at the lowest weight.
+func (l *Live) background(n int) (refine.Spinners, error) {
+	if l.Rig != nil {
+		return background.StartIn(l.Rig.BestEffort(), n)
+	}
+	return background.Start(n)
+}
+
+// tier is the rig's tier switch; nil without a rig.
+func (l *Live) tier() func(bool) error {
+	if l.Rig == nil {
+		return nil
+	}
+	return l.Rig.Tier
 }
 
 // Scheduler applies profiles to the target through the backend, as
@@ -111,7 +172,7 @@ func (l *Live) Header(profile, profileHash, commit string, cfg refine.Config) le
 	}
 	return ledger.Header{Start: time.Now().UTC(), Profile: profile, ProfileHash: profileHash, ProfileCommit: commit,
 		Machine: machine.Identify(l.Shape), Backend: l.Backend.Name(), Tools: tools, Command: os.Args, Bench: l.Bench.Argv,
-		Adapter: adapter, Target: l.Target.Identity, Seed: cfg.Seed, Config: raw}
+		Adapter: adapter, Target: l.Target.Identity, Seed: cfg.Seed, Config: raw, Rig: l.rigLines()}
 }
 
 // ErrTargetGone is wrapped when the target has no process left.
@@ -170,4 +231,11 @@ func (l liveSession) Stop() error {
 		return fmt.Errorf("keeping the profile in force: %w", sum.Err)
 	}
 	return nil
+}
+
+func (l *Live) rigLines() []string {
+	if l.Rig == nil {
+		return nil
+	}
+	return l.Rig.Describe()
 }

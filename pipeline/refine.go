@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"temper.codes/temper-train/rig"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,6 +50,11 @@ type RefineOptions struct {
 	Note     func(string)
 	Log      func(format string, args ...any)
 	Progress func(refine.Progress)
+	// Rig is the node-shaped rig the target and the benchmark's client run
+	// in (nil: none); NoTier leaves the tier arm out of a new run that has
+	// one.
+	Rig    *rig.Rig
+	NoTier bool
 }
 
 // RefineRun is what a refine run left.
@@ -137,7 +144,10 @@ func Refine(ctx context.Context, tgt *target.Target, path string, opts RefineOpt
 	if err != nil {
 		return nil, err
 	}
-	live.Version, live.Log, live.Progress = opts.Version, logf, opts.Progress
+	live.Version, live.Log, live.Progress, live.Rig = opts.Version, logf, opts.Progress, opts.Rig
+	if old == nil {
+		cfg.Tier = live.TierArm(opts.NoTier, note)
+	}
 	if old != nil {
 		// Trials of two experiments never mix in one ledger: the same
 		// profile, machine, target, benchmark, backend and tools.

@@ -203,6 +203,12 @@ type Env struct {
 	Tier func(on bool) error
 	// Background starts n spinners (n > 0) for the length of a trial.
 	Background func(n int) (Spinners, error)
+	// Realise is the kernel state a profile puts the target in on the
+	// backend in force, as a key ("" when the backend cannot say): a
+	// candidate whose key is its incumbent's (or an earlier candidate's)
+	// would measure the same arm twice and is never run. nil: every
+	// candidate runs.
+	Realise func(*profiles.Profile) (string, error)
 	// Lint checks a candidate for the backend and this machine; a candidate
 	// with an error finding is never applied.
 	Lint func(*profiles.Profile) []profiles.Finding

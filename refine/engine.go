@@ -95,8 +95,11 @@ type Round struct {
 	Incumbent  string // hash
 	Candidates int
 	Rejected   []Rejected // lint refused
-	Decisions  []ledger.Decision
-	Accepted   *Step
+	// Unchanged counts the candidates not run: their kernel state on the
+	// backend is the incumbent's or an earlier candidate's (Env.Realise).
+	Unchanged int
+	Decisions []ledger.Decision
+	Accepted  *Step
 	// Partial is set when the budget let the round screen only some of
 	// its candidates: accepting nothing then is not convergence.
 	Partial bool
@@ -455,7 +458,16 @@ func (e *engine) climb(ctx context.Context, inc Arm, reserve int) (*roundState, 
 	for i := range cands {
 		cands[i].Tier = inc.Tier
 	}
-	r := &roundState{Round: Round{Index: e.round, Incumbent: inc.Hash, Candidates: len(cands), Rejected: rej}, arms: cands}
+	cands, same, err := e.distinct(inc, cands)
+	if err != nil {
+		return nil, err
+	}
+	r := &roundState{Round: Round{Index: e.round, Incumbent: inc.Hash, Candidates: len(cands), Rejected: rej, Unchanged: len(same)}, arms: cands}
+	if len(same) > 0 {
+		if err := e.note("round %d: %d candidate(s) leave the kernel state as %s does on this backend and are not run: %s", e.round, len(same), inc.Hash, strings.Join(same, "; ")); err != nil {
+			return r, err
+		}
+	}
 	for _, x := range rej {
 		if err := e.note("round %d: candidate %s (%s) refused by lint, not applied: %s", e.round, x.Arm.Step, x.Arm.Hash, x.Finding); err != nil {
 			return r, err
@@ -605,6 +617,41 @@ func (e *engine) climb(ctx context.Context, inc Arm, reserve int) (*roundState, 
 		e.env.Log("round %d: accepted %s", e.round, s)
 	}
 	return r, nil
+}
+
+// distinct drops the candidates whose realised kernel state (Env.Realise)
+// equals the incumbent's or an earlier candidate's: running one would
+// measure an arm already measured. It returns what it kept and a line per
+// candidate dropped.
+func (e *engine) distinct(inc Arm, cands []Arm) ([]Arm, []string, error) {
+	if e.env.Realise == nil {
+		return cands, nil, nil
+	}
+	key, err := e.env.Realise(inc.Profile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("realise the incumbent %s: %w", inc.Hash, err)
+	}
+	if key == "" {
+		return cands, nil, nil
+	}
+	seen := map[string]string{key: "the incumbent"}
+	var kept []Arm
+	var same []string
+	for _, a := range cands {
+		k, err := e.env.Realise(a.Profile)
+		if err != nil {
+			// Apply would refuse it too: lint did not see why.
+			same = append(same, fmt.Sprintf("%s (%s) cannot be applied: %v", a.Step, a.Hash, err))
+			continue
+		}
+		if first, ok := seen[k]; ok {
+			same = append(same, fmt.Sprintf("%s (%s) = %s", a.Step, a.Hash, first))
+			continue
+		}
+		seen[k] = a.Step.String()
+		kept = append(kept, a)
+	}
+	return kept, same, nil
 }
 
 func (e *engine) rule() stats.Rule {

@@ -650,3 +650,47 @@ type noSpinners struct{}
 
 func (noSpinners) Pids() []int { return nil }
 func (noSpinners) Stop() error { return nil }
+
+// TestUnchangedNotRun gives the engine a backend on which a weight moves
+// nothing (as CFS for a non-latency group): no candidate that only changes
+// a weight may be run, and the ledger says how many were left out.
+func TestUnchangedNotRun(t *testing.T) {
+	sched := &fakeScheduler{}
+	env := testEnv(t, sched, noisyBench(sched, 5, 0.03, nil))
+	env.Realise = func(p *profiles.Profile) (string, error) {
+		if p == nil {
+			return "stock", nil
+		}
+		var b strings.Builder
+		for _, g := range p.ThreadGroups {
+			fmt.Fprintf(&b, "%s/%s/%d;", g.Name, g.Treatment, g.SliceUs)
+		}
+		return b.String(), nil
+	}
+	cfg := testConfig(11)
+	cfg.MaxRounds = 1
+	res, err := Run(context.Background(), cfg, testProfile(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ledger.Read(env.Ledger.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range l.Starts {
+		if strings.Contains(s.Params, "weight") {
+			t.Errorf("trial %s ran %s, which realises as its incumbent", s.Trial, s.Params)
+		}
+	}
+	if len(res.Rounds) == 0 || res.Rounds[0].Unchanged == 0 {
+		t.Fatalf("rounds %+v: want candidates left out as unchanged", res.Rounds)
+	}
+	found := false
+	for _, n := range l.Notes {
+		found = found || strings.Contains(n.Text, "leave the kernel state as")
+	}
+	if !found {
+		t.Error("the ledger does not say which candidates were left out")
+	}
+	t.Logf("round 1: %d run, %d left out", res.Rounds[0].Candidates, res.Rounds[0].Unchanged)
+}
