@@ -58,6 +58,11 @@ type Result struct {
 	// Lint are the warnings profiles.Lint reported (it reported no errors,
 	// or Profile would have failed).
 	Lint []profiles.Finding
+	// Portfolio is this profile and its alternatives, least risky first
+	// (Conservative, Moderate, Aggressive), without duplicates: the
+	// candidates a caller races. The one equal to this profile is Main and
+	// its Result is this one. Nil in the alternatives themselves.
+	Portfolio []Alternative
 }
 
 // idPattern is the profile id rule (profiles checks it too, in Lint).
@@ -182,6 +187,9 @@ func Profile(a *analyze.Analysis, opt Options) (*Result, error) {
 	}
 	r.Lint = advice
 	r.Header = header(a, opt, shape, req, node, warnings)
+	if r.Portfolio, err = portfolio(r, len(s.clients) > 0); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
