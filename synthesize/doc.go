@@ -35,6 +35,9 @@
 //     analysed thread must land in the group synthesized for it; then
 //     profiles.Lint must report no errors.
 //
+// Result.Portfolio holds the profile with its conservative and moderate
+// alternatives (portfolio.go), for a caller to race.
+//
 // Write renders the profile with profiles.Marshal under a generated header
 // and writes profiles/<id>/<shape-key>.toml atomically. LayeredSpec exports
 // scx_layered's JSON layer spec and HelmValues the agent chart's values.
