@@ -102,6 +102,7 @@ func Trace(r observe.Reader, opts Options) (*Analysis, error) {
 	g := buildWakeGraph(c, p, threads, in)
 	g.graphFeatures(threads)
 	g.topPeers(threads, 5)
+	processWakers(c, p, threads, in)
 	for i := range threads {
 		t := &threads[i]
 		t.Scores = scoreThread(&t.Features, t.NeverRan)

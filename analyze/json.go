@@ -163,24 +163,28 @@ type Features struct {
 
 // Thread is one target thread.
 type Thread struct {
-	Tid       int32      `json:"tid"`
-	Tgid      int32      `json:"tgid"`
-	Comm      string     `json:"comm"`
-	Process   string     `json:"process"`
-	Cmdline   string     `json:"cmdline,omitempty"` // its process's command line, from the snapshot
-	Family    string     `json:"family"`
-	Cluster   int        `json:"cluster"`
-	Class     Class      `json:"class"` // the cluster's class
-	OwnClass  Class      `json:"own_class"`
-	Scores    Scores     `json:"own_scores"`
-	Features  Features   `json:"features"`
-	LatCrit   LatCrit    `json:"latency_criticality"`
-	WokenBy   []Peer     `json:"woken_by"` // top wakers
-	Wakes     []Peer     `json:"wakes"`    // top wakees
-	NeverRan  bool       `json:"never_ran"`
-	Kernel    bool       `json:"kernel_thread,omitempty"`
-	SnapDelta *ProcDelta `json:"proc_delta,omitempty"` // from the snapshot, when it has both halves
-	utid      int
+	Tid      int32    `json:"tid"`
+	Tgid     int32    `json:"tgid"`
+	Comm     string   `json:"comm"`
+	Process  string   `json:"process"`
+	Cmdline  string   `json:"cmdline,omitempty"` // its process's command line, from the snapshot
+	Family   string   `json:"family"`
+	Cluster  int      `json:"cluster"`
+	Class    Class    `json:"class"` // the cluster's class
+	OwnClass Class    `json:"own_class"`
+	Scores   Scores   `json:"own_scores"`
+	Features Features `json:"features"`
+	LatCrit  LatCrit  `json:"latency_criticality"`
+	WokenBy  []Peer   `json:"woken_by"` // top wakers
+	Wakes    []Peer   `json:"wakes"`    // top wakees
+	// ProcessWakers are its wakeups by user processes outside the workload,
+	// softirq wakings counted as the process they interrupted (see
+	// processWakers): a load generator on the node shows here.
+	ProcessWakers []Peer     `json:"process_wakers"`
+	NeverRan      bool       `json:"never_ran"`
+	Kernel        bool       `json:"kernel_thread,omitempty"`
+	SnapDelta     *ProcDelta `json:"proc_delta,omitempty"` // from the snapshot, when it has both halves
+	utid          int
 }
 
 // ProcDelta is what /proc counted for the thread over the snapshot window,

@@ -11,7 +11,8 @@
 //     error; it must agree with the CPUs the trace saw.
 //  2. request.go: the pod's CPU request, from --request, else the pod's
 //     container requests in the snapshot, else the cgroup's CFS quota, else
-//     the observed CPU use rounded up to whole CPUs.
+//     the observed CPU use rounded up to whole CPUs (inferred: it buys no
+//     exclusive cores).
 //  3. plan.go: every analysed thread wants the group of its cluster's class
 //     (sync_compute → "compute", latency_critical → "latency-critical",
 //     io_wake_chain → "io-chain", sporadic → the catch-all "rest").
@@ -20,16 +21,22 @@
 //     exclude_prefix, or a group_leader or pcomm_prefix condition, and when
 //     no matcher can tell two families apart they are merged into one group
 //     (said so in the description). The remainder is `all = true`, last.
-//  5. sizing.go: treatments and sizes from the final members: exclusive
-//     whole cores for hot threads (cpu_share ≥ HotShare) when the shape can
-//     give them with one core left shared, cpu_fraction chosen so that
-//     ceil(cpu_fraction × request) is exactly that many cores; otherwise
-//     latency (demotion, with a warning), batch or yield; slice_us from the
-//     members' p90 run length; weight and preempt by treatment.
+//  5. sizing.go and node.go: treatments and sizes from the final members:
+//     exclusive whole cores for hot threads (cpu_share ≥ HotShare) when the
+//     request is real, two cores and two CPUs stay shared and the rest of
+//     the node's measured demand fits in MaxSharedLoad of them,
+//     cpu_fraction chosen so that ceil(cpu_fraction × request) is exactly
+//     that many cores; otherwise normal (demotion, with a warning); latency
+//     without a nice; yield only for quiet groups that wake no favoured
+//     thread; nothing favoured when a load generator shares the node;
+//     slice_us from the members' p90 run length.
 //  6. evidence.go: per-group evidence and workload traits from the analysis.
 //  7. selfcheck.go: the profile is compiled with profiles.Compile and every
 //     analysed thread must land in the group synthesized for it; then
 //     profiles.Lint must report no errors.
+//
+// Result.Portfolio holds the profile with its conservative and moderate
+// alternatives (portfolio.go), for a caller to race.
 //
 // Write renders the profile with profiles.Marshal under a generated header
 // and writes profiles/<id>/<shape-key>.toml atomically. LayeredSpec exports

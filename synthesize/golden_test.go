@@ -28,15 +28,16 @@ type variant struct {
 	snapshot bool
 	shape    string
 	request  int
-	exports  bool // also the scx_layered and Helm exports
+	nodeBusy float64 // Options.NodeBusyCPUs
+	exports  bool    // also the scx_layered and Helm exports
 }
 
 // The machine the traces were recorded on (2 CPUs, no SMT), an SMT node
-// with the seed's 2250m request, and a shape known only by its logical CPU
-// count.
+// with the seed's 2250m request and 1.5 CPUs of node-wide use (room for an
+// exclusive core), and a shape known only by its logical CPU count.
 var flagVariants = []variant{
 	{label: "2cpu-2c-smt1", shape: "2cpu-2c-smt1"},
-	{label: "8cpu-4c-smt2", shape: "8cpu-4c-smt2", request: 2250, exports: true},
+	{label: "8cpu-4c-smt2", shape: "8cpu-4c-smt2", request: 2250, nodeBusy: 1.5, exports: true},
 	{label: "2cpu", shape: "2cpu"},
 }
 
@@ -77,7 +78,7 @@ func TestGolden(t *testing.T) {
 			}
 			for _, v := range tc.variants {
 				t.Run(v.label, func(t *testing.T) {
-					opt := Options{ID: tc.name, Source: tc.name + "-analysis.json", RequestMillicores: v.request}
+					opt := Options{ID: tc.name, Source: tc.name + "-analysis.json", RequestMillicores: v.request, NodeBusyCPUs: v.nodeBusy}
 					if v.snapshot {
 						opt.Snapshot, opt.SnapshotPath = opts.Snapshot, tc.snapshot
 					} else {

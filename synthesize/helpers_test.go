@@ -2,6 +2,8 @@ package synthesize
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,12 +21,19 @@ type th struct {
 	share     float64
 	p90us     int64 // 0 → 100
 	kernel    bool
+	wake      float64 // wakeups per second; 0 → 10
+	wakeups   int64   // wakeups in the window
+	// clients are its wakeups by processes outside the target, by name.
+	clients map[string]int64
 }
 
 // mkAnalysis builds an analysis with the given clusters (id → class) and
 // threads, with plausible features.
 func mkAnalysis(classes map[int]analyze.Class, threads ...th) *analyze.Analysis {
 	a := &analyze.Analysis{Schema: analyze.Schema}
+	for _, t := range threads {
+		a.Graph.Nodes = append(a.Graph.Nodes, analyze.GraphNode{ID: fmt.Sprintf("%s/%d", t.comm, t.tid), Kind: analyze.NodeThread, Tid: t.tid})
+	}
 	a.Trace = analyze.TraceMeta{Path: "test.pftrace", Format: "perfetto", WindowNs: 1e9, CPUsSeen: 1}
 	leader := map[int32]string{}
 	for _, t := range threads {
@@ -46,13 +55,22 @@ func mkAnalysis(classes map[int]analyze.Class, threads ...th) *analyze.Analysis 
 		if proc == "" {
 			proc = leader[t.tgid]
 		}
+		wake := t.wake
+		if wake == 0 {
+			wake = 10
+		}
+		var clients []analyze.Peer
+		for _, name := range slices.Sorted(maps.Keys(t.clients)) {
+			clients = append(clients, analyze.Peer{Node: "process " + name, Count: t.clients[name]})
+		}
 		a.Threads = append(a.Threads, analyze.Thread{
 			Tid: t.tid, Tgid: t.tgid, Comm: t.comm, Process: proc, Family: fam, Cluster: t.cluster,
-			Class: classes[t.cluster], Kernel: t.kernel,
+			Class: classes[t.cluster], Kernel: t.kernel, ProcessWakers: clients,
 			Features: analyze.Features{
 				CPUShare:    t.share,
 				Run:         analyze.Dist{N: 100, P50: p90 * 500, P90: p90 * 1000, P99: p90 * 2000},
-				WakeRate:    100,
+				WakeRate:    wake,
+				Wakeups:     t.wakeups,
 				WakeLatency: analyze.Dist{N: 50, P99: 40_000},
 				CPUs:        []int{0},
 			},
@@ -173,4 +191,18 @@ func checkProfile(t testing.TB, a *analyze.Analysis, r *Result) {
 	if string(again) != string(body) {
 		t.Fatalf("Parse(Marshal(p)) differs from p:\n%s\n---\n%s", body, again)
 	}
+}
+
+// wakes adds a wake edge between two threads of a, by tid.
+func wakes(a *analyze.Analysis, from, to int32, count int64) *analyze.Analysis {
+	id := func(tid int32) string {
+		for _, n := range a.Graph.Nodes {
+			if n.Tid == tid {
+				return n.ID
+			}
+		}
+		panic(fmt.Sprintf("no thread %d", tid))
+	}
+	a.Graph.Edges = append(a.Graph.Edges, analyze.GraphEdge{From: id(from), To: id(to), Count: count})
+	return a
 }

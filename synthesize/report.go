@@ -23,8 +23,8 @@ func (r *Result) ReportGroups(w io.Writer) error {
 		if e := g.Evidence; e != nil {
 			threads, hot = strconv.Itoa(e.Threads), strconv.Itoa(e.HotThreads)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", g.Name, g.Treatment, threads, hot,
-			dash(g.ExclusiveCores), dashF(g.CPUFraction), dash(g.SliceUs), g.Weight, matchText(g.Match))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Name, g.Treatment, threads, hot,
+			dash(g.ExclusiveCores), dashF(g.CPUFraction), dash(g.SliceUs), dash(g.Weight), matchText(g.Match))
 	}
 	return tw.Flush()
 }

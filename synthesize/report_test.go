@@ -11,7 +11,7 @@ import (
 
 func llama(t *testing.T) *Result {
 	t.Helper()
-	r, err := Profile(inference(), Options{ID: "llama", Shape: &profiles.Shape{LogicalCPUs: 8, Cores: 4, ThreadsPerCore: 2}, RequestMillicores: 2250})
+	r, err := Profile(inference(), Options{ID: "llama", Shape: &profiles.Shape{LogicalCPUs: 8, Cores: 4, ThreadsPerCore: 2}, RequestMillicores: 2250, NodeBusyCPUs: 2.5})
 	if err != nil {
 		t.Fatal(err)
 	}

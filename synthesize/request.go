@@ -20,6 +20,9 @@ type requestChoice struct {
 	source      string
 	limit       int // 0: none known
 	limitSource string
+	// inferred: the request is the observed use rounded up, not one the
+	// pod was promised; it sizes nothing exclusive.
+	inferred bool
 }
 
 // chooseRequest picks the request exclusive cores are sized against:
@@ -27,7 +30,8 @@ type requestChoice struct {
 // recorded; else the cgroup's CFS quota (for a Guaranteed pod the limit is
 // the request); else the observed CPU use of the analysed threads rounded up
 // to whole CPUs (never below one), which says how much the workload used,
-// not what it was promised, and the arithmetic says so. The limit comes from
+// not what it was promised: the arithmetic says so, and such a request
+// buys no exclusive cores. The limit comes from
 // the containers' limits (when every container has one) or the cgroup quota.
 func chooseRequest(a *analyze.Analysis, opt Options, observed float64) (requestChoice, error) {
 	var r requestChoice
@@ -48,8 +52,8 @@ func chooseRequest(a *analyze.Analysis, opt Options, observed float64) (requestC
 		r.milli, r.source = quota, quotaSource+"; the limit stands in for the request"
 	default:
 		cpus := max(1, int(math.Ceil(observed-1e-9)))
-		r.milli = cpus * 1000
-		r.source = fmt.Sprintf("the observed CPU use: %s CPUs rounded up to %d whole CPU%s (no --request, and no pod request or CFS quota in the snapshot)",
+		r.milli, r.inferred = cpus*1000, true
+		r.source = fmt.Sprintf("the observed CPU use: %s CPUs rounded up to %d whole CPU%s (no --request, and no pod request or CFS quota in the snapshot); inferred, so it buys no exclusive cores",
 			trimFloat(observed, 3), cpus, plural(cpus))
 	}
 

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"temper.codes/temper-train/analyze"
 	"temper.codes/temper-train/profiles"
 )
 
@@ -41,7 +42,8 @@ const (
 // latency work is favoured two to one when CPUs are contended, batch and
 // yield work gives way (yield ten to one, but never starves: a weight is a
 // share, not a priority). Exclusive groups own their cores, so their weight
-// only matters if they spill, and stays the default.
+// only matters if they spill, and stays the default. It is scx_layered's
+// default for a group without a weight (LayeredSpec).
 func weightOf(t profiles.Treatment) int {
 	switch t {
 	case profiles.Latency:
@@ -54,14 +56,61 @@ func weightOf(t profiles.Treatment) int {
 	return 100
 }
 
+// profileWeight is the weight a synthesized group is written with: none
+// (by treatment) for exclusive, latency and normal groups, so that the CFS
+// backend leaves their nice at 0 — a latency group's lower nice takes its
+// CPU from whoever shares the cgroup or autogroup with it, which on a test
+// rig is the load generator — and batch and yield groups their weight,
+// which only scx_layered uses.
+func profileWeight(t profiles.Treatment) int {
+	switch t {
+	case profiles.Batch, profiles.Yield:
+		return weightOf(t)
+	}
+	return 0
+}
+
+// A group yields (SCHED_IDLE on CFS: it runs only when a CPU has no other
+// work) only when that cannot cost the workload anything:
+//
+//   - it used less than YieldMaxCPUs of a CPU: it has little to lose;
+//   - its threads woke fewer than YieldMaxWakeHz times a second together:
+//     an idle-class thread on a contended CPU gets weight 3 against a
+//     nice-0 thread's 1024, so a 60 µs run takes about 60 × 1027 / 3 ≈
+//     20 ms of wall time — the interval between wakeups at 50/s. A thread
+//     that wakes more often falls behind its own wakeups as soon as a CPU is
+//     busy (memcached's LRU maintainer ticks ~900 times a second and holds
+//     the locks the workers take);
+//   - none of its threads wakes a thread of a favoured (exclusive or
+//     latency) group: a waker that waits for a CPU delays its wakee by as
+//     much;
+//   - it holds no main thread of a process whose other threads are
+//     favoured: a main thread typically accepts the connections its workers
+//     serve or handles their signals, work a short trace may not show
+//     (memcached's dispatcher accepted no connection in its 5 s trace and
+//     accepts every benchmark run's).
+//
+// Otherwise the group is normal.
+const (
+	YieldMaxCPUs   = 0.05
+	YieldMaxWakeHz = 50
+)
+
 // sizer hands out exclusive cores (under profiles.CoreBudget, the rule
-// scheduler.Allocate and lint follow) and shares of the pod's request, in
-// group order.
+// scheduler.Allocate and lint follow, and the node rules above) and shares
+// of the pod's request, in group order.
 type sizer struct {
 	shape   shapeChoice
 	request int                  // millicores
+	real    bool                 // the request was given or declared, not inferred from use
 	cores   *profiles.CoreBudget // the shape's cores
 	leftBP  int                  // share of the request not yet given, in 1/10000
+	node    nodeDemand
+	// clients are the load generators found on the node: with any, nothing
+	// is favoured and no cpuset changes.
+	clients []loadGenerator
+	// exclCPUs is the CPU use of the threads given exclusive cores so far.
+	exclCPUs float64
 }
 
 // group is one thread group as sized.
@@ -80,6 +129,11 @@ type group struct {
 	warning    string
 }
 
+// favoured reports whether a treatment puts a group ahead of others.
+func favoured(t profiles.Treatment) bool {
+	return t == profiles.Exclusive || t == profiles.Latency
+}
+
 // treat decides a group's treatment and size from its final members:
 //
 //   - compute (sync_compute): exclusive whole cores, one per hot thread; with
@@ -88,15 +142,21 @@ type group struct {
 //     hot latency-critical thread suffers most from sharing a core), else
 //     latency;
 //   - io-chain: latency (short wakeup-driven runs along a chain);
-//   - rest: yield, or normal when it is the only group (nothing stood out,
-//     so nothing is made to give way).
+//   - rest: yield where the yield rules allow it, else normal; normal when
+//     it is the only group (nothing stood out, so nothing is made to give
+//     way).
 //
-// An exclusive candidate that does not fit — more hot threads than the
-// shape can give cores with one left shared, a shape without a core count,
-// a request too small, or more CPU in the group than its cores hold — is
-// demoted to latency, with a warning: caging hot threads in too few cores is
-// worse than sharing (docs/synthesize.md, Demotion).
-func (s *sizer) treat(g *group, ms []member, onlyGroup bool) {
+// With a load generator on the node no group is favoured: those that would
+// be are normal. An exclusive candidate that does not fit — a request
+// inferred from use or with fewer whole CPUs than cores, more hot threads
+// than the node can give cores while keeping room for the rest of it, a
+// shape without a core count, unknown node-wide demand, or more CPU in the
+// group than its cores hold — is demoted to normal, with a warning: caging
+// hot threads in too few cores is worse than sharing, and a lower nice takes
+// its CPU from the neighbours (docs/synthesize.md, Demotion). Every group
+// gets slice_us from its run lengths; groups is the groups decided so far
+// (the rest group comes last), for the yield rule's wake edges.
+func (s *sizer) treat(g *group, ms []member, onlyGroup bool, groups []*group, a *analyze.Analysis) {
 	hot, cpus := 0, 0.0
 	for _, i := range g.members {
 		cpus += ms[i].th.Features.CPUShare
@@ -114,40 +174,138 @@ func (s *sizer) treat(g *group, ms []member, onlyGroup bool) {
 		s.exclusiveOrDemote(g, ms, hot, cpus)
 	case slotLatency:
 		if hot == 0 {
-			g.treatment = profiles.Latency
-			g.arithmetic = append(g.arithmetic, fmt.Sprintf("no thread at ≥ %v CPU: latency treatment, no core of its own", HotShare))
+			s.latency(g, fmt.Sprintf("no thread at ≥ %v CPU: latency treatment, no core of its own", HotShare))
 			break
 		}
 		s.exclusiveOrDemote(g, ms, hot, cpus)
 	case slotChain:
-		g.treatment = profiles.Latency
+		s.latency(g, "")
 	default:
-		g.treatment = profiles.Yield
 		if onlyGroup {
 			g.treatment = profiles.Normal
 			g.arithmetic = append(g.arithmetic, "the only group: nothing stood out, so normal treatment")
+			break
 		}
+		s.yieldOrNormal(g, ms, cpus, groups, a)
 	}
-	g.weight = weightOf(g.treatment)
+	g.weight = profileWeight(g.treatment)
 	g.preempt = g.treatment == profiles.Latency
 	g.sliceUs = s.slice(g, ms)
 }
 
+// latency gives g latency treatment, or normal with a load generator on the
+// node.
+func (s *sizer) latency(g *group, why string) {
+	if len(s.clients) > 0 {
+		g.treatment = profiles.Normal
+		g.arithmetic = append(g.arithmetic, fmt.Sprintf("normal, not latency: a load generator (process %s) shares the node and nothing is favoured over it", display(s.clients[0].process)))
+		return
+	}
+	g.treatment = profiles.Latency
+	if why != "" {
+		g.arithmetic = append(g.arithmetic, why)
+	}
+}
+
+// yieldOrNormal applies the yield rules (YieldMaxCPUs) to g.
+func (s *sizer) yieldOrNormal(g *group, ms []member, cpus float64, groups []*group, a *analyze.Analysis) {
+	wake := 0.0
+	for _, i := range g.members {
+		wake += ms[i].th.Features.WakeRate
+	}
+	var why []string
+	if cpus >= YieldMaxCPUs {
+		why = append(why, fmt.Sprintf("it uses %s CPUs (yield below %v)", trimFloat(cpus, 3), YieldMaxCPUs))
+	}
+	if wake >= YieldMaxWakeHz {
+		why = append(why, fmt.Sprintf("its threads wake %s times/s (yield below %v)", trimFloat(wake, 1), YieldMaxWakeHz))
+	}
+	// Favoured groups by tid and by process.
+	fav := map[int32]string{}
+	favProc := map[int32]string{}
+	for _, o := range groups {
+		if o == g || !favoured(o.treatment) {
+			continue
+		}
+		for _, i := range o.members {
+			fav[ms[i].th.Tid] = o.name
+			favProc[ms[i].th.Tgid] = o.name
+		}
+	}
+	mine := map[int32]bool{}
+	for _, i := range g.members {
+		mine[ms[i].th.Tid] = true
+	}
+	tids := wakeTargets(a)
+	var edges []string
+	for _, e := range a.Graph.Edges {
+		from, ok1 := tids[e.From]
+		to, ok2 := tids[e.To]
+		if ok1 && ok2 && mine[from] && fav[to] != "" && e.Count > 0 {
+			edges = append(edges, fmt.Sprintf("%s → %s (group %s, %d wakeup%s)", display(e.From), display(e.To), fav[to], e.Count, plural(int(e.Count))))
+		}
+	}
+	if len(edges) > 0 {
+		if len(edges) > 3 {
+			edges = append(edges[:3], fmt.Sprintf("and %d more", len(edges)-3))
+		}
+		why = append(why, "it wakes favoured threads: "+strings.Join(edges, ", "))
+	}
+	for _, i := range g.members {
+		th := ms[i].th
+		if th.Tid == th.Tgid && favProc[th.Tgid] != "" {
+			why = append(why, fmt.Sprintf("it holds the main thread %s of process %d, whose threads in group %s are favoured", display(th.Comm), th.Tgid, favProc[th.Tgid]))
+			break
+		}
+	}
+	if len(why) > 0 {
+		g.treatment = profiles.Normal
+		g.arithmetic = append(g.arithmetic, "normal, not yield: "+strings.Join(why, "; "))
+		return
+	}
+	g.treatment = profiles.Yield
+	g.arithmetic = append(g.arithmetic, fmt.Sprintf("yield: %s CPUs < %v, %s wakeups/s < %v, wakes no favoured thread",
+		trimFloat(cpus, 3), YieldMaxCPUs, trimFloat(wake, 1), YieldMaxWakeHz))
+}
+
 // exclusiveOrDemote gives g its hot threads' number of whole cores, or
-// demotes it to latency treatment saying why.
+// demotes it to normal treatment saying why.
 func (s *sizer) exclusiveOrDemote(g *group, ms []member, hot int, cpus float64) {
 	n := hot
 	why := ""
 	avail, taken := s.cores.Left(), s.cores.Taken()
+	shape := s.shape.shape
+	C, T, L := shape.CoreCount(), max(shape.ThreadsPerCore, 1), shape.LogicalCPUs
+	if L == 0 {
+		L = C * T
+	}
+	shared := L - (taken+n)*T
+	rest := max(s.node.busy-s.exclCPUs-cpus, 0)
 	switch {
-	case s.shape.shape.CoreCount() == 0:
-		why = fmt.Sprintf("the shape (%s) has no core count, so whole cores cannot be reserved; pass --snapshot or a --shape with cores", s.shape.shape.Key())
+	case len(s.clients) > 0:
+		why = fmt.Sprintf("a load generator (process %s) shares the node: no cpuset changes", display(s.clients[0].process))
+	case C == 0:
+		why = fmt.Sprintf("the shape (%s) has no core count, so whole cores cannot be reserved; pass --snapshot or a --shape with cores", shape.Key())
+	case !s.real:
+		why = fmt.Sprintf("the request %dm was inferred from the observed use, not promised: an inferred request buys no exclusive cores (give --request, or observe the pod)", s.request)
+	case n > s.request/1000:
+		why = fmt.Sprintf("%d hot thread%s need %d whole core%s and the request %dm holds %d whole CPU%s",
+			n, plural(n), n, plural(n), s.request, s.request/1000, plural(s.request/1000))
 	case n > avail:
 		why = fmt.Sprintf("%d hot thread%s need %d whole core%s; the shape has %d cores, %d taken by earlier exclusive groups and 1 kept shared, so %d can be given; no profile can manufacture a core",
-			n, plural(n), n, plural(n), s.shape.shape.CoreCount(), taken, avail)
+			n, plural(n), n, plural(n), C, taken, avail)
+	case C-taken-n < MinSharedCores:
+		why = fmt.Sprintf("C − n = %d − %d = %d cores would stay shared, fewer than %d", C, taken+n, C-taken-n, MinSharedCores)
+	case shared < MinSharedCPUs:
+		why = fmt.Sprintf("L − n·T = %d − %d·%d = %d logical CPUs would stay shared, fewer than %d", L, taken+n, T, shared, MinSharedCPUs)
 	case int(math.Ceil(cpus-1e-9)) > n:
 		why = fmt.Sprintf("the group uses %s CPUs, more than its %d hot thread%s' cores hold: its other threads would be caged with them",
 			trimFloat(cpus, 3), n, plural(n))
+	case !s.node.known:
+		why = "the node-wide CPU use is " + s.node.source + ", so nothing shows the shared CPUs have room for the rest of the node"
+	case rest > MaxSharedLoad*float64(shared):
+		why = fmt.Sprintf("the rest of the node's demand %s − %s = %s CPUs does not fit in %v of the %d shared CPUs (%s)",
+			trimFloat(s.node.busy, 3), trimFloat(s.exclCPUs+cpus, 3), trimFloat(rest, 3), MaxSharedLoad, shared, trimFloat(MaxSharedLoad*float64(shared), 3))
 	}
 	var bp, step int
 	if why == "" {
@@ -158,9 +316,11 @@ func (s *sizer) exclusiveOrDemote(g *group, ms []member, hot int, cpus float64) 
 		}
 	}
 	if why != "" {
-		g.treatment = profiles.Latency
-		g.warning = fmt.Sprintf("group %s (%s): demoted to latency: %s", g.name, slotClasses[g.slot], why)
-		g.arithmetic = append(g.arithmetic, "demoted to latency: "+why)
+		g.treatment = profiles.Normal
+		if len(s.clients) == 0 {
+			g.warning = fmt.Sprintf("group %s (%s): demoted to normal: %s", g.name, slotClasses[g.slot], why)
+		}
+		g.arithmetic = append(g.arithmetic, "demoted to normal: "+why)
 		return
 	}
 	g.treatment = profiles.Exclusive
@@ -172,10 +332,14 @@ func (s *sizer) exclusiveOrDemote(g *group, ms []member, hot int, cpus float64) 
 			a += fmt.Sprintf(" (%s would give %s for %d hot thread%s)", decimal(int64(up), 4), sizing(up, s.request), n, plural(n))
 		}
 	}
-	a += fmt.Sprintf("; shape %d cores: %d taken before, %d here, %d left shared", s.shape.shape.CoreCount(), taken, n, s.shape.shape.CoreCount()-taken-n)
+	a += fmt.Sprintf("; shape %d cores: %d taken before, %d here, %d left shared", C, taken, n, C-taken-n)
+	a += fmt.Sprintf("; shared CPUs L − n·T = %d − %d·%d = %d ≥ %d; rest of the node's demand %s − %s = %s CPUs ≤ %v × %d = %s CPUs (node-wide use: %s)",
+		L, taken+n, T, shared, MinSharedCPUs, trimFloat(s.node.busy, 3), trimFloat(s.exclCPUs+cpus, 3), trimFloat(rest, 3),
+		MaxSharedLoad, shared, trimFloat(MaxSharedLoad*float64(shared), 3), s.node.source)
 	g.arithmetic = append(g.arithmetic, a)
 	s.cores.Take(n)
 	s.leftBP -= bp
+	s.exclCPUs += cpus
 }
 
 // hotList names a group's hot threads with their CPU shares, busiest

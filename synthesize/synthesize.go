@@ -32,6 +32,10 @@ type Options struct {
 	// RequestMillicores is --request; 0 to take it from the snapshot or the
 	// observed use.
 	RequestMillicores int
+	// NodeBusyCPUs is the node-wide CPU use while the trace was taken, in
+	// CPUs, when the caller measured it; 0 to take it from the snapshot's
+	// node_cpu. Without either no group gets exclusive cores.
+	NodeBusyCPUs float64
 }
 
 func (o Options) snapshotName() string {
@@ -54,6 +58,11 @@ type Result struct {
 	// Lint are the warnings profiles.Lint reported (it reported no errors,
 	// or Profile would have failed).
 	Lint []profiles.Finding
+	// Portfolio is this profile and its alternatives, least risky first
+	// (Conservative, Moderate, Aggressive), without duplicates: the
+	// candidates a caller races. The one equal to this profile is Main and
+	// its Result is this one. Nil in the alternatives themselves.
+	Portfolio []Alternative
 }
 
 // idPattern is the profile id rule (profiles checks it too, in Lint).
@@ -126,10 +135,15 @@ func Profile(a *analyze.Analysis, opt Options) (*Result, error) {
 		return nil, err
 	}
 	groups := p.groups(drafts)
-	s := &sizer{shape: shape, request: req.milli, cores: profiles.NewCoreBudget(shape.shape.CoreCount()), leftBP: 10_000}
+	node := chooseNodeDemand(opt, shape)
+	s := &sizer{shape: shape, request: req.milli, real: !req.inferred, cores: profiles.NewCoreBudget(shape.shape.CoreCount()), leftBP: 10_000,
+		node: node, clients: loadGenerators(groups, p.members)}
 	var warnings []string
+	for _, c := range s.clients {
+		warnings = append(warnings, c.String())
+	}
 	for _, g := range groups {
-		s.treat(g, p.members, len(groups) == 1)
+		s.treat(g, p.members, len(groups) == 1, groups, a)
 		if g.warning != "" {
 			warnings = append(warnings, g.warning)
 		}
@@ -172,7 +186,10 @@ func Profile(a *analyze.Analysis, opt Options) (*Result, error) {
 		return nil, fmt.Errorf("internal error: the synthesized profile fails lint: %s", errs[0])
 	}
 	r.Lint = advice
-	r.Header = header(a, opt, shape, req, warnings)
+	r.Header = header(a, opt, shape, req, node, warnings)
+	if r.Portfolio, err = portfolio(r, len(s.clients) > 0); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -293,7 +310,7 @@ func upperFirst(s string) string {
 }
 
 // header is the generated file's opening comment.
-func header(a *analyze.Analysis, opt Options, shape shapeChoice, req requestChoice, warnings []string) []string {
+func header(a *analyze.Analysis, opt Options, shape shapeChoice, req requestChoice, node nodeDemand, warnings []string) []string {
 	src := opt.Source
 	if src == "" {
 		src = "(an analysis in memory)"
@@ -319,6 +336,11 @@ func header(a *analyze.Analysis, opt Options, shape shapeChoice, req requestChoi
 	}
 	if req.limit > 0 {
 		h = append(h, fmt.Sprintf("limit: %dm from %s", req.limit, req.limitSource))
+	}
+	if node.known {
+		h = append(h, fmt.Sprintf("node CPU use: %s CPUs, %s", trimFloat(node.busy, 3), node.source))
+	} else {
+		h = append(h, "node CPU use: "+node.source+"; so no group has exclusive cores")
 	}
 	if shape.logicalOnly {
 		h = append(h, "shape has logical CPUs only: cores and SMT are unknown, so no group has exclusive cores")

@@ -31,9 +31,12 @@ func mkSnapshot(cores, tpc int, requests, limits [2]int64) *snapshot.Snapshot {
 	}
 	t.Online = all
 	t.NUMANodes = []machine.NUMANode{{ID: 0, CPUs: all}}
+	// The node was busy a third of the time: room for exclusive cores.
+	n := int64(cores * tpc)
 	return &snapshot.Snapshot{
 		Schema:   snapshot.Schema,
 		Topology: t,
+		NodeCPU:  &snapshot.NodeCPU{Begin: &snapshot.CPUTimes{}, End: &snapshot.CPUTimes{User: 100 * n, Idle: 200 * n}},
 		Pod: &snapshot.Pod{Namespace: "ml", Name: "llama-0", Containers: []snapshot.Container{
 			{Name: "server", Image: "ghcr.io/acme/llama-server:1.2@sha256:abcd", CPURequestMilli: requests[0], CPULimitMilli: limits[0]},
 			{Name: "sidecar", Image: "busybox", CPURequestMilli: requests[1], CPULimitMilli: limits[1]},
@@ -64,32 +67,75 @@ func TestSynthesize(t *testing.T) {
 		{
 			name: "two hot threads, 2250m: 0.85 not 0.9",
 			a:    inference(),
-			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 8, Cores: 4, ThreadsPerCore: 2}, RequestMillicores: 2250},
+			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 8, Cores: 4, ThreadsPerCore: 2}, RequestMillicores: 2250, NodeBusyCPUs: 2.5},
 			want: []string{
 				"compute exclusive cores=2 fraction=0.85 comm=llama-infer",
-				"rest yield all",
+				"rest normal all",
 			},
 			arith: "cpu_fraction 0.85 → ceil(0.85 × 2.25) = ceil(1.9125) = 2 cores (0.9 would give ceil(0.9 × 2.25) = ceil(2.025) = 3 cores for 2 hot threads)",
 		},
 		{
-			name: "request and shape from the snapshot",
+			name:  "the node's arithmetic is written out",
+			a:     inference(),
+			opt:   Options{Shape: &profiles.Shape{LogicalCPUs: 8, Cores: 4, ThreadsPerCore: 2}, RequestMillicores: 2250, NodeBusyCPUs: 2.5},
+			want:  []string{"compute exclusive cores=2 fraction=0.85 comm=llama-infer", "rest normal all"},
+			arith: "shared CPUs L − n·T = 8 − 2·2 = 4 ≥ 2; rest of the node's demand 2.5 − 1.89 = 0.61 CPUs ≤ 0.7 × 4 = 2.8 CPUs (node-wide use: given by the caller)",
+		},
+		{
+			name:    "the rest of the node does not fit in 0.7 of the shared CPUs",
+			a:       inference(),
+			opt:     Options{Shape: &profiles.Shape{LogicalCPUs: 8, Cores: 4, ThreadsPerCore: 2}, RequestMillicores: 2250, NodeBusyCPUs: 4.8},
+			want:    []string{"compute normal comm=llama-infer", "rest yield all"},
+			arith:   "the rest of the node's demand 4.8 − 1.89 = 2.91 CPUs does not fit in 0.7 of the 4 shared CPUs (2.8)",
+			warning: "demoted to normal",
+		},
+		{
+			name:    "node-wide use unknown: no exclusive cores",
+			a:       inference(),
+			opt:     Options{Shape: &profiles.Shape{LogicalCPUs: 8, Cores: 4, ThreadsPerCore: 2}, RequestMillicores: 2250},
+			want:    []string{"compute normal comm=llama-infer", "rest yield all"},
+			arith:   "the node-wide CPU use is not measured: no snapshot",
+			warning: "demoted to normal",
+		},
+		{
+			name:    "a request of 1500m holds one whole CPU, not two",
+			a:       inference(),
+			opt:     Options{Shape: &profiles.Shape{LogicalCPUs: 8, Cores: 4, ThreadsPerCore: 2}, RequestMillicores: 1500, NodeBusyCPUs: 2.5},
+			want:    []string{"compute normal comm=llama-infer", "rest yield all"},
+			arith:   "2 hot threads need 2 whole cores and the request 1500m holds 1 whole CPU",
+			warning: "demoted to normal",
+		},
+		{
+			// Redis with a real request on the 2-core node its trace came
+			// from: a core of its own would leave one CPU for the rest.
+			name: "one core would stay shared on a 2-core node",
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassLatencyCritical, 2: analyze.ClassSporadic},
+				th{tid: 1, tgid: 1, comm: "redis-server", cluster: 1, share: 0.43},
+				th{tid: 2, tgid: 1, comm: "bio_aof_fsync", cluster: 2}),
+			opt:     Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}, RequestMillicores: 1000, NodeBusyCPUs: 0.6},
+			want:    []string{"latency-critical normal comm=redis-server", "rest yield all"},
+			arith:   "C − n = 2 − 1 = 1 cores would stay shared, fewer than 2",
+			warning: "demoted to normal",
+		},
+		{
+			name: "request, shape and node-wide use from the snapshot",
 			a:    inference(),
 			opt:  Options{Snapshot: mkSnapshot(4, 2, [2]int64{2000, 250}, [2]int64{2000, 250}), SnapshotPath: "snap.json"},
 			want: []string{
 				"compute exclusive cores=2 fraction=0.85 comm=llama-infer",
-				"rest yield all",
+				"rest normal all",
 			},
-			arith: "request 2250m",
+			arith: "rest of the node's demand 2.667 − 1.89 = 0.777 CPUs ≤ 0.7 × 4 = 2.8 CPUs (node-wide use: the snapshot's node_cpu",
 		},
 		{
-			name: "request from the observed use",
-			a:    inference(),
-			opt:  Options{Shape: &profiles.Shape{Cores: 4, ThreadsPerCore: 2}},
-			want: []string{
-				"compute exclusive cores=2 fraction=1 comm=llama-infer",
-				"rest yield all",
-			},
-			arith: "cpu_fraction 1 → ceil(1 × 2) = ceil(2) = 2 cores",
+			// The issue's Redis case: 0.43 CPU of use rounded up to 1000m
+			// bought a whole core of a 2-core node.
+			name:    "a request inferred from use buys no exclusive cores",
+			a:       inference(),
+			opt:     Options{Shape: &profiles.Shape{Cores: 4, ThreadsPerCore: 2}, NodeBusyCPUs: 2.5},
+			want:    []string{"compute normal comm=llama-infer", "rest yield all"},
+			arith:   "demoted to normal: the request 2000m was inferred from the observed use, not promised: an inferred request buys no exclusive cores",
+			warning: "demoted to normal",
 		},
 		{
 			name: "three hot threads on two cores are demoted",
@@ -98,26 +144,37 @@ func TestSynthesize(t *testing.T) {
 				th{tid: 2, tgid: 1, comm: "onnx-op-1", family: "onnx", cluster: 1, share: 0.9},
 				th{tid: 3, tgid: 1, comm: "onnx-op-2", family: "onnx", cluster: 1, share: 0.9}),
 			opt:     Options{Shape: &profiles.Shape{LogicalCPUs: 4, Cores: 2, ThreadsPerCore: 2}, RequestMillicores: 3000},
-			want:    []string{"compute latency comm=onnx", "rest yield all"},
-			arith:   "demoted to latency: 3 hot threads need 3 whole cores; the shape has 2 cores, 0 taken by earlier exclusive groups and 1 kept shared, so 1 can be given",
+			want:    []string{"compute normal comm=onnx", "rest yield all"},
+			arith:   "demoted to normal: 3 hot threads need 3 whole cores; the shape has 2 cores, 0 taken by earlier exclusive groups and 1 kept shared, so 1 can be given",
 			warning: "no profile can manufacture a core",
 		},
 		{
-			name: "three hot threads, three cores on a 4-core node",
+			name: "three hot threads on a 4-core node would leave one core shared",
 			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassSyncCompute},
 				th{tid: 1, tgid: 1, comm: "onnx", cluster: 1, share: 0.9},
 				th{tid: 2, tgid: 1, comm: "onnx-op-1", family: "onnx", cluster: 1, share: 0.9},
 				th{tid: 3, tgid: 1, comm: "onnx-op-2", family: "onnx", cluster: 1, share: 0.9}),
-			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 8, Cores: 4, ThreadsPerCore: 2}, RequestMillicores: 3000},
+			opt:     Options{Shape: &profiles.Shape{LogicalCPUs: 8, Cores: 4, ThreadsPerCore: 2}, RequestMillicores: 3000, NodeBusyCPUs: 3},
+			want:    []string{"compute normal comm=onnx", "rest yield all"},
+			arith:   "C − n = 4 − 3 = 1 cores would stay shared, fewer than 2",
+			warning: "demoted to normal",
+		},
+		{
+			name: "three hot threads, three cores on a 5-core node",
+			a: mkAnalysis(map[int]analyze.Class{1: analyze.ClassSyncCompute},
+				th{tid: 1, tgid: 1, comm: "onnx", cluster: 1, share: 0.9},
+				th{tid: 2, tgid: 1, comm: "onnx-op-1", family: "onnx", cluster: 1, share: 0.9},
+				th{tid: 3, tgid: 1, comm: "onnx-op-2", family: "onnx", cluster: 1, share: 0.9}),
+			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 10, Cores: 5, ThreadsPerCore: 2}, RequestMillicores: 3000, NodeBusyCPUs: 3},
 			want: []string{"compute exclusive cores=3 fraction=1 comm=onnx", "rest yield all"},
 		},
 		{
 			name:    "a request too small for the hot threads demotes",
 			a:       inference(),
 			opt:     Options{Shape: &profiles.Shape{LogicalCPUs: 8, Cores: 4, ThreadsPerCore: 2}, RequestMillicores: 1000},
-			want:    []string{"compute latency comm=llama-infer", "rest yield all"},
-			arith:   "request 1000m cannot give 2 whole cores: ceil(f × 1) = 2 needs a cpu_fraction f of more than 1",
-			warning: "demoted to latency",
+			want:    []string{"compute normal comm=llama-infer", "rest yield all"},
+			arith:   "2 hot threads need 2 whole cores and the request 1000m holds 1 whole CPU",
+			warning: "demoted to normal",
 		},
 		{
 			name: "a hot latency-critical thread gets its core after compute",
@@ -126,7 +183,7 @@ func TestSynthesize(t *testing.T) {
 				th{tid: 2, tgid: 1, comm: "bio_close_file", cluster: 2},
 				th{tid: 3, tgid: 1, comm: "bio_aof", cluster: 2},
 				th{tid: 4, tgid: 1, comm: "io_thd_1", cluster: 3, share: 0.5}),
-			opt: Options{Shape: &profiles.Shape{LogicalCPUs: 8, Cores: 4, ThreadsPerCore: 2}, RequestMillicores: 2000},
+			opt: Options{Shape: &profiles.Shape{LogicalCPUs: 8, Cores: 4, ThreadsPerCore: 2}, RequestMillicores: 2000, NodeBusyCPUs: 2},
 			want: []string{
 				"compute exclusive cores=1 fraction=0.5 comm=io_thd",
 				"latency-critical exclusive cores=1 fraction=0.5 comm=redis-server",
@@ -153,8 +210,9 @@ func TestSynthesize(t *testing.T) {
 				th{tid: 1, tgid: 1, comm: "mariadbd", cluster: 2},
 				th{tid: 2, tgid: 1, comm: "mariadbd", cluster: 1, share: 0.1},
 				th{tid: 3, tgid: 1, comm: "mariadbd", cluster: 1, share: 0.1}),
-			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
-			want: []string{"latency-critical latency comm=mariadbd leader=false", "rest yield all"},
+			opt:   Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
+			want:  []string{"latency-critical latency comm=mariadbd leader=false", "rest normal all"},
+			arith: "normal, not yield: it holds the main thread mariadbd of process 1, whose threads in group latency-critical are favoured",
 		},
 		{
 			name: "one thread name in two programs: pcomm_prefix splits them",
@@ -164,7 +222,7 @@ func TestSynthesize(t *testing.T) {
 				th{tid: 20, tgid: 20, comm: "php-fpm", cluster: 2},
 				th{tid: 21, tgid: 20, comm: "worker", cluster: 2}),
 			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
-			want: []string{"latency-critical latency comm=worker pcomm=nginx", "rest yield all"},
+			want: []string{"latency-critical latency comm=worker pcomm=nginx", "rest normal all"},
 		},
 		{
 			name: "PostgreSQL roles all named postgres are merged, and the description says so",
@@ -184,7 +242,7 @@ func TestSynthesize(t *testing.T) {
 				th{tid: 1, tgid: 1, comm: "main", cluster: 2},
 				th{tid: 2, tgid: 1, comm: "very-long-threa", family: "very-long-thread-pool", cluster: 1}),
 			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
-			want: []string{"io-chain latency comm=very-long-threa", "rest yield all"},
+			want: []string{"io-chain latency comm=very-long-threa", "rest normal all"},
 		},
 		{
 			name: "a comm cut inside a character is matched up to the last whole one",
@@ -192,7 +250,7 @@ func TestSynthesize(t *testing.T) {
 				th{tid: 1, tgid: 1, comm: "main", cluster: 2},
 				th{tid: 2, tgid: 1, comm: "ab数据库线程池", cluster: 1}),
 			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
-			want: []string{"io-chain latency comm=ab数据库线", "rest yield all"},
+			want: []string{"io-chain latency comm=ab数据库线", "rest normal all"},
 		},
 		{
 			name: "a thread without a printable comm stays in rest",
@@ -202,7 +260,7 @@ func TestSynthesize(t *testing.T) {
 				th{tid: 3, tgid: 1, comm: "\x01ctl", cluster: 1},
 				th{tid: 4, tgid: 1, comm: "logger", cluster: 1}),
 			opt:     Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
-			want:    []string{"io-chain latency comm=logger", "rest yield all"},
+			want:    []string{"io-chain latency comm=logger", "rest normal all"},
 			warning: `thread 2 (comm "") wanted group io-chain but has no printable comm prefix`,
 		},
 		{
@@ -236,7 +294,7 @@ func TestSynthesize(t *testing.T) {
 				return a
 			}(),
 			opt:     Options{},
-			want:    []string{"compute latency comm=llama-infer", "rest yield all"},
+			want:    []string{"compute normal comm=llama-infer", "rest yield all"},
 			warning: "has no core count",
 			desc:    "logical CPUs only, cores and SMT unknown",
 		},

@@ -61,8 +61,8 @@ func TestSynthesizeCommand(t *testing.T) {
 	path := filepath.Join(out, "wl", "2cpu-2c-smt1.toml")
 	for _, want := range []string{
 		"profile wl for 2cpu-2c-smt1 (request 1000m, 13 threads, 1 hot)",
-		"compute           exclusive  2        1    1      1",
-		`rest              yield      4        0    -      -             250       10      all`,
+		"compute           normal     2        1    -      -             1800      -       comm_prefix=\"wl-compute\"",
+		`rest              normal     4        0    -      -             250       -       all`,
 		"wrote " + path,
 		"wrote " + layered + " (scx-layered)",
 		`deploy: helm upgrade temper deploy/helm/temper --reuse-values --set-file 'agent.profiles.wl\.toml'=` + path,
@@ -75,7 +75,7 @@ func TestSynthesizeCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.ID != "wl" || len(p.ThreadGroups) != 4 || p.ThreadGroups[0].Treatment != profiles.Exclusive {
+	if p.ID != "wl" || len(p.ThreadGroups) != 4 || p.ThreadGroups[0].Treatment != profiles.Latency {
 		t.Errorf("profile: %+v", p)
 	}
 	first, _ := os.ReadFile(path)
@@ -118,7 +118,7 @@ func TestSynthesizeCommand(t *testing.T) {
 
 	// A logical-CPU-only shape: the demotion is a warning on stderr.
 	code, _, stderr = synthesizeCLI("synthesize", analysis, "--id", "wl", "--shape", "2cpu", "--out", out)
-	if code != exitOK || !strings.Contains(stderr, "temper-train: warning: group compute (sync_compute): demoted to latency") {
+	if code != exitOK || !strings.Contains(stderr, "temper-train: warning: group compute (sync_compute): demoted to normal") {
 		t.Errorf("--shape 2cpu: exit %d, stderr:\n%s", code, stderr)
 	}
 }

@@ -111,6 +111,7 @@ type Snapshot struct {
 	Topology *machine.Topology `json:"topology"`
 	Threads  []Thread          `json:"threads"` // sorted by tgid, tid, start
 	Cgroups  []CgroupRecord    `json:"cgroups"` // the one governing CPU first; see CPUCgroup
+	NodeCPU  *NodeCPU          `json:"node_cpu,omitempty"`
 	Agent    *Agent            `json:"agent,omitempty"`
 	Warnings []string          `json:"warnings"`
 
@@ -254,6 +255,10 @@ func Begin(ctx context.Context, opts Options) (*Snapshot, error) {
 
 	// Counters first, so that they are read as close to trace start as
 	// possible; the slower, static parts follow.
+	s.NodeCPU = &NodeCPU{}
+	if s.NodeCPU.Begin, err = readCPUTimes(filepath.Join(live.proc.proc, "stat")); err != nil {
+		s.warnf("begin: node CPU time: %v", err)
+	}
 	for _, tgid := range tgids {
 		recs, err := live.proc.readProcess(tgid)
 		if err != nil {
@@ -359,6 +364,12 @@ func (s *Snapshot) End(ctx context.Context) error {
 	end.MonotonicNs, end.Clock = monotonicNow()
 	end.BoottimeNs = boottimeNow()
 
+	if s.NodeCPU != nil {
+		var err error
+		if s.NodeCPU.End, err = readCPUTimes(filepath.Join(s.live.proc.proc, "stat")); err != nil {
+			s.warnf("end: node CPU time: %v", err)
+		}
+	}
 	index := map[threadKey]int{}
 	for i, t := range s.Threads {
 		index[threadKey{t.Tid, t.StartTicks}] = i
