@@ -1,6 +1,9 @@
 package pipeline
 
 import (
+	"errors"
+	"temper.codes/temper-train/rig"
+
 	"context"
 	"fmt"
 	"os"
@@ -39,7 +42,11 @@ func TakeNode(ctx context.Context, wait time.Duration, stateFile string, note fu
 					note(fmt.Sprintf("reverted what %s left applied (%s)", o, o.StateFile))
 				}
 			}
-			return background.RemoveLeftovers()
+			removed, err := rig.RemoveStale()
+			for _, r := range removed {
+				note(fmt.Sprintf("took down the node rig %s that a dead run left", r))
+			}
+			return errors.Join(err, background.RemoveLeftovers())
 		},
 	})
 }

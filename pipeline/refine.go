@@ -207,6 +207,9 @@ func Refine(ctx context.Context, tgt *target.Target, path string, opts RefineOpt
 	}
 	logf("refine: %s (%s) on %s, backend %s, benchmark %q (%s), metric %s, ledger %s",
 		path, prof.ID, tgt.Description, backend.Name(), opts.BenchLine, adapter, cfg.Metric, lw.Path())
+	for _, l := range live.rigLines() {
+		logf("rig: %s", l)
+	}
 	res, runErr := refine.Run(ctx, cfg, prof, env)
 
 	run := &RefineRun{Dir: dir, Ledger: lw.Path(), Config: cfg, Result: res}

@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"temper.codes/temper-train/rig"
+
 	"context"
 	"errors"
 	"time"
@@ -17,6 +19,8 @@ type Reverted struct {
 	// None is set when, without a file given, the state directory held no
 	// state file (cfs.ErrNoState).
 	None bool
+	// Rigs are the node rigs of dead runs taken down (their cgroup roots).
+	Rigs []string
 }
 
 // Revert restores what killed runs left changed on this node. It holds
@@ -46,6 +50,9 @@ func Revert(ctx context.Context, stateFile string, wait time.Duration, note func
 	r.Files, err = cfs.RevertStale(cfs.DefaultStateDir, note)
 	r.None = errors.Is(err, cfs.ErrNoState)
 	if err != nil && !r.None {
+		return r, err
+	}
+	if r.Rigs, err = rig.RemoveStale(); err != nil {
 		return r, err
 	}
 	return r, background.RemoveLeftovers()

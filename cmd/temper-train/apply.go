@@ -251,7 +251,10 @@ func runRevert(cmd *cobra.Command, f applyFlags, a []string) error {
 	for _, path := range r.Files {
 		fmt.Fprintf(stdout, "reverted  %s\n", path)
 	}
-	if r.None {
+	for _, root := range r.Rigs {
+		fmt.Fprintf(stdout, "removed   node rig %s\n", root)
+	}
+	if r.None && len(r.Rigs) == 0 {
 		fmt.Fprintf(stdout, "nothing to revert: no state files in %s\n", cfs.DefaultStateDir)
 	}
 	if errors.Is(err, lease.ErrHeld) {

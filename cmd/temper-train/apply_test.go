@@ -1,6 +1,8 @@
 package main
 
 import (
+	"regexp"
+
 	"bufio"
 	"encoding/json"
 	"errors"
@@ -459,7 +461,7 @@ func TestApplyRefusesBeforeChanging(t *testing.T) {
 		{"toml syntax", "schema_version = 1\nid = \"x\n", "cfs", "p.toml"},
 		{"bad regex", strings.Replace(applyProfile, `comm_prefix = ["wl-worker"]`, `comm_regex = "(?=x)"`, 1), "cfs", "comm_regex"},
 		{"rt on batch", strings.Replace(applyProfile, `treatment = "batch"`, "treatment = \"batch\"\nrt_priority = 5", 1), "cfs", "rt_priority"},
-		{"too many cores", strings.Replace(applyProfile, "exclusive_cores = 1", "exclusive_cores = 4096", 1), "cfs", "compute"},
+		{"too many cores", strings.Replace(applyProfile, "exclusive_cores = 1", "exclusive_cores = 4096\nslice_us = 3000", 1), "cfs", "compute"},
 		{"no sched_ext here", applyProfile, "sched_ext", "sched_ext"},
 	}
 	if _, err := os.Stat("/sys/kernel/sched_ext"); err == nil {
@@ -489,15 +491,15 @@ func TestApplyRefusesBeforeChanging(t *testing.T) {
 
 // TestApplyDemote: a profile whose exclusive group cannot fit is refused
 // (the lint error says so); with --demote the group gets latency treatment
-// (nice -5 from the default weight, no exclusive core), as lint --demote
-// says it will.
+// (its slice_us as the fair slice, no nice without a weight, no exclusive
+// core), as lint --demote says it will.
 func TestApplyDemote(t *testing.T) {
 	needSchedPrivileges(t)
 	w := startWorkloadTree(t, buildWorkload(t))
 	before := w.views(t)
 	dir := t.TempDir()
 	prof := filepath.Join(dir, "p.toml")
-	testkit.Must(t, os.WriteFile(prof, []byte(strings.Replace(applyProfile, "exclusive_cores = 1", "exclusive_cores = 4096", 1)), 0o644))
+	testkit.Must(t, os.WriteFile(prof, []byte(strings.Replace(applyProfile, "exclusive_cores = 1", "exclusive_cores = 4096\nslice_us = 3000", 1)), 0o644))
 	pid := strconv.Itoa(w.cmd.Process.Pid)
 	code, _, stderr := runCLI("apply", prof, "--pid", pid, "--backend", "cfs", "--state", filepath.Join(dir, "s.json"), "--for", "1s", "-q")
 	if code != exitFailure || !strings.Contains(stderr, "apply refuses it") {
@@ -514,9 +516,13 @@ func TestApplyDemote(t *testing.T) {
 			stdout, stderr string
 		}{c, o, e}
 	}()
-	waitFor(t, "the demoted compute threads at latency nice", func() bool {
-		return readSched(t, w.tids["wl-compute-0"]).Nice == -5
+	waitFor(t, "the demoted compute threads at their latency slice", func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/sched", w.cmd.Process.Pid, w.tids["wl-compute-0"]))
+		return regexp.MustCompile(`se\.slice\s+:\s+3000000\b`).Match(b)
 	})
+	if got := readSched(t, w.tids["wl-compute-0"]); got.Nice != before["wl-compute-0"].Nice {
+		t.Errorf("demoted compute thread at nice %d, was %d: no weight, no nice", got.Nice, before["wl-compute-0"].Nice)
+	}
 	// No group is exclusive any more: nobody's affinity changes.
 	if got := readSched(t, w.tids["wl-compute-0"]); got.CPUs != before["wl-compute-0"].CPUs {
 		t.Errorf("demoted compute thread confined to CPUs %s, was %s", got.CPUs, before["wl-compute-0"].CPUs)

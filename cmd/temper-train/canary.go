@@ -230,7 +230,8 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 		return err
 	}
 	defer release()
-	live.Target = tgt
+	live.Target, live.Rig, live.Bench = tgt, f.rig, f.clientBench(live.Bench)
+	bc = live.Bench
 	if len(command) > 0 {
 		time.Sleep(f.warmup) // a server just started is not listening yet
 	}

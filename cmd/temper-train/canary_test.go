@@ -1,6 +1,8 @@
 package main
 
 import (
+	"regexp"
+
 	"errors"
 	"fmt"
 	"os"
@@ -37,8 +39,8 @@ func canaryArgs(t *testing.T, w *demoWorkload, out string) []string {
 
 // TestCanaryLoop: three cycles on the demo workload, a drill at cycle 2.
 // Cycle 1 refines the fresh synthesis against stock and its check passes
-// (the workers' latency group is what the planted benchmark rewards): one
-// commit. The drill is caught and rolled back, the ledger says why, and the
+// (the workers' latency group, its short slice, is what the planted
+// benchmark rewards): one commit. The drill is caught and rolled back, the ledger says why, and the
 // profile in force is the last good one again. Nothing stays changed.
 func TestCanaryLoop(t *testing.T) {
 	needTracing(t)
@@ -160,8 +162,8 @@ func TestCanarySIGTERM(t *testing.T) {
 }
 
 // TestCanaryOnExitKeep: with --on-exit keep the last good profile (cycle 1
-// passes: the workers' latency group, nice < 0) stays in force after the
-// loop until SIGTERM, and is reverted then.
+// passes: the workers' latency group, its 250 µs slice) stays in force after the loop until
+// SIGTERM, and is reverted then.
 func TestCanaryOnExitKeep(t *testing.T) {
 	needTracing(t)
 	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
@@ -182,9 +184,12 @@ func TestCanaryOnExitKeep(t *testing.T) {
 		}
 	}
 	worker := w.tids["wl-worker-0"]
-	kept := readSched(t, worker)
-	if kept.Nice >= 0 {
-		t.Errorf("after the loop, wl-worker-0 has nice %d: the last good profile (latency, weight 200) is not in force", kept.Nice)
+	if kept := readSched(t, worker); kept.Policy != before["wl-worker-0"].Policy {
+		t.Errorf("after the loop, wl-worker-0 has policy %d: the last good profile (latency) is not in force", kept.Policy)
+	}
+	sched, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/sched", w.cmd.Process.Pid, worker))
+	if !regexp.MustCompile(`se\.slice\s+:\s+250000\b`).Match(sched) {
+		t.Errorf("after the loop, wl-worker-0's slice is not the last good profile's 250 µs:\n%s", sched)
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {

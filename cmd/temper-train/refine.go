@@ -13,10 +13,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"temper.codes/temper-train/internal/console"
+	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/pipeline"
+	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine"
 	"temper.codes/temper-train/refine/bench"
 	"temper.codes/temper-train/refine/ledger"
+	"temper.codes/temper-train/rig"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/scheduler/lease"
@@ -46,6 +49,14 @@ type refineFlags struct {
 	n          [4]int // calibration, screen, confirm, final
 	quiet      bool
 	waitLock   time.Duration
+
+	// The node-shaped rig (rig.Options) for -- CMD and --pid targets.
+	noRig      bool
+	noTier     bool
+	request    string
+	limit      string
+	clientCPUs string
+	rig        *rig.Rig // in force once takeTarget made it
 }
 
 func newRefineCmd() *cobra.Command {
@@ -156,6 +167,43 @@ func (f *refineFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.n[3], "final-n", 8, "fresh runs per arm and level of the final stock-vs-refined comparison (even)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
 	fl.DurationVar(&f.waitLock, "wait-lock", 0, "wait up to this long for another run that owns this node's scheduling state (0: refuse at once)")
+	fl.BoolVar(&f.noRig, "no-rig", false, "run a -- CMD or --pid target where it is, not in a pod of a node-shaped rig (and measure no tier arm)")
+	fl.BoolVar(&f.noTier, "no-tier", false, "with the rig, measure no tier-only arm: decide the profile against stock CFS")
+	fl.StringVar(&f.request, "request", "", "the rig's pod CPU request (1000m, 1.5; default 1000m): its cgroup weight")
+	fl.StringVar(&f.limit, "limit", "", "the rig's pod CPU limit (default none): CFS quota; equal to the request makes it Guaranteed, above it Burstable")
+	fl.StringVar(&f.clientCPUs, "client-cpus", "", "CPUs reserved for the benchmark's client, as if on another node (e.g. 1); the node under test gets the rest")
+}
+
+// rigOptions are the rig's shape from the flags; a value that does not
+// parse names its flag.
+func (f *refineFlags) rigOptions() (rig.Options, error) {
+	var o rig.Options
+	var err error
+	if f.request != "" {
+		if o.Request, err = profiles.ParseMillicores(f.request); err != nil {
+			return o, usageError{fmt.Errorf("--request %w", err)}
+		}
+	}
+	if f.limit != "" {
+		if o.Limit, err = profiles.ParseMillicores(f.limit); err != nil {
+			return o, usageError{fmt.Errorf("--limit %w", err)}
+		}
+	}
+	if f.clientCPUs != "" {
+		if o.ClientCPUs, err = machine.ParseCPUList(f.clientCPUs); err != nil {
+			return o, usageError{fmt.Errorf("--client-cpus %w", err)}
+		}
+	}
+	return o, nil
+}
+
+// clientBench is bc run as the rig's client, when there is a rig.
+func (f *refineFlags) clientBench(bc bench.Command) bench.Command {
+	if f.rig != nil {
+		c := f.rig.Client()
+		bc.Cgroup = &c
+	}
+	return bc
 }
 
 // runRefine checks the flags, resolves the target and refines the profile
@@ -214,20 +262,51 @@ func (f *refineFlags) takeNode(ctx context.Context, stderr io.Writer) (*lease.Le
 // stage sees the same process). release stops a started command, then gives
 // the lease up: call it after everything applied is reverted.
 func (f *refineFlags) takeTarget(ctx context.Context, command []string, stderr io.Writer) (*target.Target, func(), error) {
+	ropts, err := f.rigOptions()
+	if err != nil {
+		return nil, nil, err
+	}
 	node, err := f.takeNode(ctx, stderr)
 	if err != nil {
 		return nil, nil, err
 	}
 	spec := f.spec()
 	spec.Command, spec.Stdout, spec.Stderr = command, stderr, stderr
+	if !f.noRig && (len(command) > 0 || spec.Pid > 0) {
+		if f.rig, err = rig.New(ropts); err != nil {
+			node.Release()
+			return nil, nil, err
+		}
+		if len(command) > 0 {
+			pod := f.rig.Pod()
+			spec.StartIn = &pod
+		}
+	}
+	undo := func() {
+		if f.rig != nil {
+			if err := f.rig.Remove(); err != nil {
+				fmt.Fprintf(stderr, "warning: %v (apply --revert removes it)\n", err)
+			}
+			f.rig = nil
+		}
+		node.Release()
+	}
 	tgt, err := resolveTarget(ctx, spec)
 	if err != nil {
-		node.Release()
+		undo()
 		return nil, nil, err
+	}
+	if f.rig != nil && spec.Pid > 0 {
+		for _, pid := range tgt.Tgids {
+			if err := f.rig.Adopt(pid); err != nil {
+				undo()
+				return nil, nil, err
+			}
+		}
 	}
 	return tgt, func() {
 		tgt.Stop(2 * time.Second)
-		node.Release()
+		undo()
 	}, nil
 }
 
@@ -275,7 +354,8 @@ func parseBench(line, adapter string) (bench.Command, error) {
 
 // options are the pipeline's refine options from the flags.
 func (f *refineFlags) options(cfg refine.Config, bc bench.Command, prog *console.Line, stderr io.Writer) pipeline.RefineOptions {
-	return pipeline.RefineOptions{Config: cfg, Backend: f.backend, Bench: bc, BenchLine: f.bench, Resume: f.resume,
+	return pipeline.RefineOptions{Config: cfg, Backend: f.backend, Bench: f.clientBench(bc), BenchLine: f.bench, Resume: f.resume,
+		Rig: f.rig, NoTier: f.noTier,
 		Dir: f.out, Ledger: f.ledger, Version: version, Log: prog.Log,
 		ChooseBackend: func(name string, o cfs.Options) (scheduler.Backend, error) { return chooseBackend(name, o, stderr) },
 		Note:          console.Once(func(msg string) { prog.Log("note: %s", msg) }),

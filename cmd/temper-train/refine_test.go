@@ -1,6 +1,8 @@
 package main
 
 import (
+	"temper.codes/temper-train/rig"
+
 	"bufio"
 	"fmt"
 	"os"
@@ -114,6 +116,12 @@ func checkClean(t *testing.T, w *demoWorkload, before map[string]schedView, ledg
 	} else {
 		checkSpinners(t, l)
 	}
+	// The node rig is gone: no cgroup of it, no state file.
+	for _, pat := range []string{"/sys/fs/cgroup/*/temper-rig.*", "/sys/fs/cgroup/temper-rig.*", filepath.Join(rig.StateDir, "*")} {
+		if m, _ := filepath.Glob(pat); len(m) > 0 {
+			t.Errorf("rig left behind: %v", m)
+		}
+	}
 	files, _ := filepath.Glob(filepath.Join(cfs.DefaultStateDir, "apply-*.json"))
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
@@ -166,7 +174,9 @@ func TestRefineDemo(t *testing.T) {
 	for _, d := range l.Decisions {
 		stages[d.Stage]++
 	}
-	if stages["calibration"] != 1 || stages["final"] != 1 || l.End == nil {
+	// The rig's three arms: tier only and the product described, the
+	// profile decided against tier only.
+	if stages["calibration"] != 1 || stages["final"] != 3 || l.End == nil {
 		t.Errorf("decisions by stage %v, end %v", stages, l.End)
 	}
 	if len(l.Done()) != len(l.Starts) {

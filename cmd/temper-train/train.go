@@ -101,7 +101,7 @@ func runTrain(cmd *cobra.Command, f trainFlags, command []string) error {
 	ro := f.options(cfg, bc, prog, stderr)
 	ro.Dir = filepath.Join(dir, "refine")
 	res, err := pipeline.Train(ctx, tgt, pipeline.TrainOptions{Refine: ro, Warmup: f.warmup,
-		Fresh: pipeline.FreshOptions{ID: f.id, Dir: dir, Duration: f.duration, Bench: bc, Pictures: true,
+		Fresh: pipeline.FreshOptions{ID: f.id, Dir: dir, Duration: f.duration, Bench: f.clientBench(bc), Pictures: true,
 			Stage: func(name string) { fmt.Fprintf(stderr, "train: %s\n", name) }},
 		Synthesized: func(fr *pipeline.FreshProfile) error {
 			fmt.Fprintf(stderr, "train: the benchmark ran %d times while observe traced\n", fr.Runs)
