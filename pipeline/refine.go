@@ -1,6 +1,10 @@
 package pipeline
 
 import (
+	"temper.codes/temper-train/synthesize"
+
+	"errors"
+
 	"temper.codes/temper-train/rig"
 
 	"context"
@@ -157,6 +161,10 @@ func Refine(ctx context.Context, tgt *target.Target, path string, opts RefineOpt
 		note(fmt.Sprintf("resuming %s: %d trials recorded, %d cut off; its configuration (seed %d, metric %s, ladder %v) replaces the flags",
 			opts.Resume, len(old.Done()), len(old.Open()), cfg.Seed, cfg.Metric, cfg.Ladder))
 	}
+	alts, err := Portfolio(path)
+	if err != nil {
+		return nil, err
+	}
 	fs := live.Lint(prof)
 	if err := lintError(fs, "%s", path); err != nil {
 		return nil, fmt.Errorf("%w; nothing was changed", err)
@@ -209,6 +217,10 @@ func Refine(ctx context.Context, tgt *target.Target, path string, opts RefineOpt
 		path, prof.ID, tgt.Description, backend.Name(), opts.BenchLine, adapter, cfg.Metric, lw.Path())
 	for _, l := range live.rigLines() {
 		logf("rig: %s", l)
+	}
+	env.Alternatives = alts
+	for _, a := range alts {
+		logf("portfolio: %s alternative raced in round 1", a.Name)
 	}
 	res, runErr := refine.Run(ctx, cfg, prof, env)
 
@@ -352,4 +364,28 @@ func gitCommitOf(path string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// Portfolio reads the alternatives synthesize wrote beside the profile at
+// path (synthesize.PortfolioDir: DIR/.portfolio/SHAPE.RISK.toml), least
+// risky first; none is not an error.
+func Portfolio(path string) ([]refine.Alternative, error) {
+	shape := strings.TrimSuffix(filepath.Base(path), ".toml")
+	var out []refine.Alternative
+	for _, risk := range []synthesize.Risk{synthesize.Conservative, synthesize.Moderate, synthesize.Aggressive} {
+		alt := filepath.Join(filepath.Dir(path), synthesize.PortfolioDir, shape+"."+string(risk)+".toml")
+		src, err := os.ReadFile(alt)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		p, err := profiles.Parse(alt, src)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, refine.Alternative{Name: string(risk), Profile: p})
+	}
+	return out, nil
 }

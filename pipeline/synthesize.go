@@ -44,6 +44,9 @@ type Synthesized struct {
 	*synthesize.Result
 	Path    string // "" when not written
 	Exports []Export
+	// Alternatives are the portfolio's other profiles as written, least
+	// risky first (synthesize.Result.WritePortfolio); nil when not written.
+	Alternatives []string
 }
 
 // OutputError is an output that could not be made or written; Name says
@@ -108,6 +111,9 @@ func Synthesize(a *analyze.Analysis, opts SynthesizeOptions) (*Synthesized, erro
 		if _, err := r.WriteFile(opts.Out); err != nil {
 			return nil, &OutputError{Err: err}
 		}
+		if out.Alternatives, err = r.WritePortfolio(opts.Out); err != nil {
+			return nil, &OutputError{Err: err}
+		}
 	}
 	for _, e := range out.Exports {
 		if err := atomicfile.Write(e.File, 0o644, func(w io.Writer) error {
@@ -158,6 +164,9 @@ func (s *Synthesized) Report(w io.Writer) error {
 		helmSource = "./" + synthesize.HelmKey(s.Profile.ID, "")
 	} else {
 		fmt.Fprintf(w, "wrote %s\n", s.Path)
+	}
+	for _, a := range s.Alternatives {
+		fmt.Fprintf(w, "wrote %s (portfolio alternative; refine races it)\n", a)
 	}
 	for _, e := range s.Exports {
 		fmt.Fprintf(w, "wrote %s (%s)\n", e.File, e.Kind)

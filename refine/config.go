@@ -203,6 +203,11 @@ type Env struct {
 	Tier func(on bool) error
 	// Background starts n spinners (n > 0) for the length of a trial.
 	Background func(n int) (Spinners, error)
+	// Alternatives are whole profiles the first round races beside the
+	// one-step moves: the synthesized portfolio's other profiles (by risk).
+	// Each is a candidate of round 1 like any other: linted, dropped when
+	// it realises as the input does, screened and confirmed against it.
+	Alternatives []Alternative
 	// Realise is the kernel state a profile puts the target in on the
 	// backend in force, as a key ("" when the backend cannot say): a
 	// candidate whose key is its incumbent's (or an earlier candidate's)
@@ -230,6 +235,13 @@ type Env struct {
 	// Sleep waits out warm-ups (tests make it instant); nil: time.Sleep
 	// that a cancelled context cuts short.
 	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// Alternative is a whole profile to race in round 1, with its name (the
+// portfolio's risk: "conservative").
+type Alternative struct {
+	Name    string
+	Profile *profiles.Profile
 }
 
 // Progress is where a run stands.

@@ -235,7 +235,7 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 	if err != nil {
 		return err
 	}
-	perRound := len(cands)*e.trialsOf(c.ScreenN) + 2*e.trialsOf(c.ConfirmN)
+	perRound := (len(cands)+len(e.env.Alternatives))*e.trialsOf(c.ScreenN) + 2*e.trialsOf(c.ConfirmN)
 	cal, fin := e.trialsOf(c.CalibrationN), c.finalTrials()
 	e.planned = cal + perRound + fin
 	finalArms := stock.Step.Param + " vs refined"
@@ -455,6 +455,13 @@ func (e *engine) climb(ctx context.Context, inc Arm, reserve int) (*roundState, 
 	if err != nil {
 		return nil, err
 	}
+	if e.round == 1 {
+		alts, arej, err := e.alternatives()
+		if err != nil {
+			return nil, err
+		}
+		cands, rej = append(alts, cands...), append(arej, rej...)
+	}
 	for i := range cands {
 		cands[i].Tier = inc.Tier
 	}
@@ -617,6 +624,25 @@ func (e *engine) climb(ctx context.Context, inc Arm, reserve int) (*roundState, 
 		e.env.Log("round %d: accepted %s", e.round, s)
 	}
 	return r, nil
+}
+
+// alternatives are Env.Alternatives as round 1's candidates: the ones
+// lint passes, and the ones it refuses.
+func (e *engine) alternatives() ([]Arm, []Rejected, error) {
+	var ok []Arm
+	var rej []Rejected
+	for _, a := range e.env.Alternatives {
+		arm, err := NewArm(a.Profile, Step{Param: "portfolio: " + a.Name})
+		if err != nil {
+			return nil, nil, fmt.Errorf("portfolio %s: %w", a.Name, err)
+		}
+		if f, bad := profiles.FirstError(e.env.Lint(a.Profile)); bad {
+			rej = append(rej, Rejected{Arm: arm, Finding: f.String()})
+			continue
+		}
+		ok = append(ok, arm)
+	}
+	return ok, rej, nil
 }
 
 // distinct drops the candidates whose realised kernel state (Env.Realise)

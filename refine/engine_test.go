@@ -694,3 +694,34 @@ func TestUnchangedNotRun(t *testing.T) {
 	}
 	t.Logf("round 1: %d run, %d left out", res.Rounds[0].Candidates, res.Rounds[0].Unchanged)
 }
+
+// TestAlternativesRaced plants an effect no single step reaches: p99 falls
+// only when the workers are latency and the rest normal at once. The
+// portfolio's alternative that does both is raced in round 1 and taken.
+func TestAlternativesRaced(t *testing.T) {
+	sched := &fakeScheduler{}
+	both := func(p *profiles.Profile) float64 {
+		if p == nil || !latencyWorkers(p) {
+			return 1
+		}
+		for _, g := range p.ThreadGroups {
+			if g.Name == "rest" && g.Treatment == profiles.Normal {
+				return 0.6
+			}
+		}
+		return 1
+	}
+	env := testEnv(t, sched, noisyBench(sched, 9, 0.03, both))
+	alt := testProfile()
+	alt.ThreadGroups[0].Treatment, alt.ThreadGroups[1].Treatment, alt.ThreadGroups[1].Weight = profiles.Latency, profiles.Normal, 0
+	env.Alternatives = []Alternative{{Name: "conservative", Profile: alt}}
+	cfg := testConfig(4)
+	cfg.MaxRounds = 1
+	res, err := Run(context.Background(), cfg, testProfile(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Accepted) != 1 || res.Accepted[0].Param != "portfolio: conservative" || !res.Kept {
+		t.Fatalf("accepted %v, kept %v: want the portfolio's conservative profile", res.Accepted, res.Kept)
+	}
+}

@@ -167,6 +167,39 @@ func TestRig(t *testing.T) {
 	}
 }
 
+// TestClientCPUs: --client-cpus gives the client CPUs of its own and the
+// node (kubepods) the rest, in the cpuset hierarchy.
+func TestClientCPUs(t *testing.T) {
+	h := needRig(t)
+	if h.Version == 1 && h.Cpuset == "" {
+		need.Unmet(t, "a cpuset hierarchy", "mount the v1 cpuset controller")
+	}
+	online, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil || strings.TrimSpace(string(online)) == "0" {
+		need.Unmet(t, "2 CPUs", "run on a machine with more than one CPU")
+	}
+	r, err := New(Options{ClientCPUs: []int{1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Remove()
+	dir := func(d cgroup.Dir) string {
+		if h.Version == 1 {
+			return d.Cpuset
+		}
+		return d.CPU
+	}
+	if got := read(t, dir(r.Client()), "cpuset.cpus"); got != "1" {
+		t.Errorf("client cpuset.cpus = %q, want 1", got)
+	}
+	if got := read(t, dir(r.Pod()), "cpuset.cpus"); got == "" || strings.Contains(got, "1") {
+		t.Errorf("pod cpuset.cpus = %q, want the node's CPUs without 1", got)
+	}
+	if got := r.Describe()[0]; !strings.Contains(got, "(1)") {
+		t.Errorf("Describe says %q, want a node of 1 CPU", got)
+	}
+}
+
 func TestAdoptMovesBack(t *testing.T) {
 	h := needRig(t)
 	outside := exec.Command("sleep", "60")
