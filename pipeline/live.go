@@ -175,6 +175,13 @@ func (l *Live) Header(profile, profileHash, commit string, cfg refine.Config) le
 		Adapter: adapter, Target: l.Target.Identity, Seed: cfg.Seed, Config: raw, Rig: l.rigLines()}
 }
 
+// watchOnly is the profile a CFS arm without a profile runs: every thread
+// normal, no slice, no nice, nothing the CFS backend changes.
+func watchOnly() *profiles.Profile {
+	return &profiles.Profile{SchemaVersion: 1, ID: "stock",
+		ThreadGroups: []profiles.ThreadGroup{{Name: "all", Match: profiles.Match{All: true}, Treatment: profiles.Normal}}}
+}
+
 // ErrTargetGone is wrapped when the target has no process left.
 var ErrTargetGone = errors.New("the target exited")
 
@@ -187,6 +194,15 @@ type liveScheduler struct {
 }
 
 func (s *liveScheduler) Apply(ctx context.Context, p *profiles.Profile) (refine.Session, error) {
+	if p == nil {
+		if s.backend.Name() != cfs.Name {
+			// Stock under sched_ext is no scheduler attached at all.
+			return nil, nil
+		}
+		// Stock on CFS: the same session as a profile's, which changes
+		// nothing (one normal group) but refreshes the target as often.
+		p = watchOnly()
+	}
 	plan, err := scheduler.NewPlan(p, s.topo, func() ([]profiles.Thread, error) {
 		ids, err := s.tgt.Refresh()
 		if err != nil {

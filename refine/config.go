@@ -166,7 +166,12 @@ func (c *Config) finalTrials() int {
 
 // Scheduler puts an arm's profile in force on the target.
 type Scheduler interface {
-	// Apply puts p in force; Session.Stop reverts it.
+	// Apply puts p in force; Session.Stop reverts it. p is nil for an
+	// arm without a profile (stock, tier only): nothing is changed, but
+	// the target is watched as in a profile's arm where the backend does
+	// that, so that what the apparatus costs the machine (a refresh every
+	// 100 ms) is the same in every arm and not blamed on the profile; a
+	// nil Session then means there is nothing to watch.
 	Apply(ctx context.Context, p *profiles.Profile) (Session, error)
 	// Alive returns an error when the target has no process left.
 	Alive() error

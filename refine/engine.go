@@ -871,14 +871,11 @@ func (e *engine) use(ctx context.Context, arm Arm) error {
 		}
 		e.tierOn = arm.Tier
 	}
-	if arm.Profile != nil {
-		s, err := e.env.Scheduler.Apply(ctx, arm.Profile)
-		if err != nil {
-			return fmt.Errorf("apply %s (%s): %w", arm.Step, arm.Hash, err)
-		}
-		e.sess = s
+	s, err := e.env.Scheduler.Apply(ctx, arm.Profile)
+	if err != nil {
+		return fmt.Errorf("apply %s (%s): %w", arm.Step, arm.Hash, err)
 	}
-	e.cur = arm.Key()
+	e.sess, e.cur = s, arm.Key()
 	return e.env.Sleep(ctx, e.cfg.Warmup)
 }
 
