@@ -50,9 +50,9 @@ echo "### --pid target: SIGKILL mid-run, then apply --revert"
 "$W/workload" --dir "$W" --stats "$W/a.stats" >/dev/null 2>&1 & A=$!; pids+=("$A")
 sleep 1
 state $A >"$W/before.txt"
-"$TT" refine $P --pid $A --bench "scripts/demo-bench.sh $W/a.stats 1" --adapter jsonl --backend cfs --ladder 0,2 \
+"$TT" refine $P --pid $A --bench "scripts/demo-bench.sh $W/a.stats 1" --adapter jsonl --backend cfs --ladder 0,2 --metric p50_ms --min-effect 95% \
 	--out "$W/pid" --max-time 3m -q >"$W/pid.out" 2>&1 & K=$!
-sleep 25
+sleep 12
 echo "during the run:"; leftovers
 grep -E ':(cpu|cpuset|cpu,cpuacct):' "/proc/$A/cgroup"
 kill -KILL $K; wait $K 2>/dev/null
@@ -62,15 +62,16 @@ if diff "$W/before.txt" "$W/after.txt"; then echo "the --pid target: cgroups and
 check_clean
 
 echo "### -- CMD target: SIGKILL mid-run, then apply --revert"
-"$TT" refine $P --bench "scripts/demo-bench.sh $W/c.stats 1" --adapter jsonl --backend cfs --ladder 0,2 \
+"$TT" refine $P --bench "scripts/demo-bench.sh $W/c.stats 1" --adapter jsonl --backend cfs --ladder 0,2 --metric p50_ms --min-effect 95% \
 	--out "$W/cmd" --max-time 3m -q -- "$W/workload" --dir "$W" --stats "$W/c.stats" >"$W/cmd.out" 2>&1 & K=$!
-sleep 25
+sleep 12
 echo "during the run:"; leftovers
-C=$(pgrep -f "workload --dir $W --stats $W/c.stats" | head -1)
+C=$(pgrep -f "^$W/workload --dir $W --stats $W/c.stats" | head -1)
 echo "workload pid ${C:-none}: $(grep -E ':(cpu|cpu,cpuacct):' "/proc/$C/cgroup" 2>/dev/null)"
 kill -KILL $K; wait $K 2>/dev/null
 sleep 0.5
-if [ -n "$C" ] && kill -0 "$C" 2>/dev/null; then echo "the -- CMD workload $C STILL RUNS"; fail=1; else echo "the -- CMD workload died with the run"; fi
+# A zombie (dead, not yet reaped by init) answers kill -0: read its state.
+if [ -n "$C" ] && [ -r "/proc/$C/stat" ] && [ "$(awk '{print $3}' "/proc/$C/stat")" != Z ]; then echo "the -- CMD workload $C STILL RUNS"; fail=1; else echo "the -- CMD workload ${C:-?} died with the run"; fi
 "$TT" apply --revert; echo "apply --revert exit=$?"
 check_clean
 exit $fail
