@@ -140,7 +140,11 @@ func Refine(ctx context.Context, tgt *target.Target, path string, opts RefineOpt
 			return c.Backend, err
 		}
 	}
-	backend, err := choose(backendName, cfs.Options{StateFile: statePath, Note: note})
+	copts := cfs.Options{StateFile: statePath, Note: note}
+	if opts.Rig != nil {
+		copts.CpusetScope = opts.Rig.CpusetScope()
+	}
+	backend, err := choose(backendName, copts)
 	if err != nil {
 		return nil, err
 	}

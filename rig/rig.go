@@ -234,6 +234,17 @@ func (r *Rig) Client() cgroup.Dir { return r.client }
 // BestEffort is the parent of the BestEffort pods (the spinners).
 func (r *Rig) BestEffort() cgroup.Dir { return r.besteffort }
 
+// CpusetScope is the directory below which a backend that reserves whole
+// cores may narrow other cgroups' cpusets: the pods' (kubepods, in the
+// cpuset hierarchy), as the kubelet's static CPU manager does, never the
+// client's, which stands for another node or the node's own processes.
+func (r *Rig) CpusetScope() string {
+	if r.kubepods.Cpuset != "" {
+		return r.kubepods.Cpuset
+	}
+	return r.kubepods.CPU
+}
+
 // NodeCPUs are the CPUs of the node under test: all but the client's.
 func (r *Rig) NodeCPUs() []int { return r.nodeCPUs }
 
