@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -67,7 +68,7 @@ func (o Options) Check(online []int) error {
 		return fmt.Errorf("limit %dm is below the request %dm: Kubernetes refuses such a pod", o.Limit, o.request())
 	}
 	for _, c := range o.ClientCPUs {
-		if !contains(online, c) {
+		if !slices.Contains(online, c) {
 			return fmt.Errorf("client CPU %d: not online here (online: %s)", c, machine.FormatCPUList(online))
 		}
 	}
@@ -479,21 +480,13 @@ func parseName(name string) (pid int, start uint64, ok bool) {
 func without(all, drop []int) []int {
 	var out []int
 	for _, c := range all {
-		if !contains(drop, c) {
+		if !slices.Contains(drop, c) {
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-func contains(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
 
 func ignoreMissing(err error) error {
 	if errors.Is(err, os.ErrNotExist) {
