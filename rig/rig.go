@@ -487,7 +487,6 @@ func without(all, drop []int) []int {
 	return out
 }
 
-
 func ignoreMissing(err error) error {
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
