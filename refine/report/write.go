@@ -2,11 +2,13 @@ package report
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,16 +20,16 @@ import (
 // File names Write uses inside its directory.
 const (
 	File        = "REPORT.md"
-	StepPlot    = "metric-per-step" // .svg and .png
+	RacePlot    = "gain-per-race" // .svg and .png
 	LadderPlot  = "metric-per-bg"
 	pictureNote = "SVG and PNG"
 )
 
-// Write writes REPORT.md and the pictures (metric per step, metric per
-// background level; SVG and PNG) into dir, creating it if needed. Every
-// file is rendered before the first is written and each is written
-// atomically; REPORT.md goes last, so a REPORT.md on disk always has its
-// pictures beside it. The same Report gives the same bytes.
+// Write writes REPORT.md and the pictures (the race entries' gains, the
+// metric per background level; SVG and PNG) into dir, creating it if
+// needed. Every file is rendered before the first is written and each is
+// written atomically; REPORT.md goes last, so a REPORT.md on disk always
+// has its pictures beside it. The same Report gives the same bytes.
 func Write(dir string, r Report) error {
 	if err := r.check(); err != nil {
 		return fmt.Errorf("report %s: %w", filepath.Join(dir, File), err)
@@ -59,54 +61,6 @@ func (r Report) check() error {
 	return nil
 }
 
-// Figures returns the pictures Write writes, by file name: the primary
-// metric's medians per decision (reference arm and candidate) and per
-// background level (every arm), each with its interval as an error bar.
-// Arms at the same level are drawn slightly apart so their bars do not
-// hide each other.
-func (r Report) Figures() []chart.Named {
-	m := r.Rule.Metric
-	y := chart.Axis{Label: m + " (median of trials, " + r.Rule.Dir.Better() + " is better)"}
-	const apart = 0.06
-	var base, cand []chart.Point
-	var baseBars, candBars bars
-	for i, s := range r.Steps {
-		x := float64(i + 1)
-		if finite(s.Base.Center) && finite(s.Cand.Center) {
-			base = append(base, chart.Point{X: x - apart, Y: s.Base.Center})
-			cand = append(cand, chart.Point{X: x + apart, Y: s.Cand.Center})
-			baseBars.add(x-apart, s.Base)
-			candBars.add(x+apart, s.Cand)
-		}
-	}
-	steps := chart.Lines(m+" per step (bars: "+r.confidence()+" intervals)", chart.Axis{Label: "decision (in order)"}, y,
-		chart.Series{Label: "reference arm", Points: base, Marks: true},
-		chart.Series{Label: "candidate", Points: cand, Marks: true})
-	addBars(steps, 0, &baseBars)
-	addBars(steps, 1, &candBars)
-
-	var series []chart.Series
-	var arms []bars
-	for a, arm := range r.Arms {
-		s := chart.Series{Label: arm.Name, Marks: true}
-		var b bars
-		dx := apart * (float64(a) - float64(len(r.Arms)-1)/2)
-		for _, l := range r.Ladder {
-			if v, ok := l.Cells[a].Values[m]; ok && l.Cells[a].N > 0 && finite(v.Center) {
-				s.Points = append(s.Points, chart.Point{X: float64(l.Bg) + dx, Y: v.Center})
-				b.add(float64(l.Bg)+dx, v)
-			}
-		}
-		series = append(series, s)
-		arms = append(arms, b)
-	}
-	ladder := chart.Lines(m+" per background level (bars: "+r.confidence()+" intervals)", chart.Axis{Label: "background CPU spinners"}, y, series...)
-	for a := range arms {
-		addBars(ladder, a, &arms[a])
-	}
-	return []chart.Named{{Name: StepPlot, Figure: steps}, {Name: LadderPlot, Figure: ladder}}
-}
-
 // Markdown writes REPORT.md's text.
 func (r Report) Markdown(w io.Writer) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
@@ -115,42 +69,21 @@ func (r Report) Markdown(w io.Writer) {
 		title = "refine report"
 	}
 	p("# %s\n\n", title)
+	ref := r.armName(r.DeltaBase)
 	switch {
 	case r.Kept && r.Refined != "":
-		p("**Kept**: the refined profile beat %s in the final comparison on fresh trials; written to `%s`.\n\n", r.armName(r.DeltaBase), r.Refined)
+		p("**Kept**: the refined profile beat %s in the final test on fresh trials; written to `%s`.\n\n", ref, r.Refined)
 	case r.Kept:
-		p("**Kept**: the refined profile beat %s in the final comparison on fresh trials.\n\n", r.armName(r.DeltaBase))
+		p("**Kept**: the refined profile beat %s in the final test on fresh trials.\n\n", ref)
+	case len(r.Looks) == 0:
+		p("**Nothing kept**: no final test ran; no refined profile was written.\n\n")
 	default:
-		p("**Nothing kept**: no profile was shown to beat %s with significance and by at least %s; no refined profile was written.\n\n", r.armName(r.DeltaBase), pct(r.Rule.MinEffect))
+		p("**Nothing kept**: the final test did not show a profile better than %s; no refined profile was written.\n\n", ref)
 	}
-
-	p("| | |\n|---|---|\n")
-	row := func(k, v string) {
-		if v != "" {
-			p("| %s | %s |\n", k, cellText(v))
-		}
+	if r.blind() {
+		p("**This run could not have shown the minimum effect**: at the noise it measured and the final's n it had 80%% power only for effects of %s or more, over twice the minimum effect of %s.\n\n", pct(r.Detectable), pct(r.Rule.MinEffect))
 	}
-	row("profile", code(r.Profile))
-	row("refined profile", code(r.Refined))
-	loop := "closed loop"
-	if r.OpenLoop {
-		loop = "open loop (fixed rate)"
-	}
-	if r.Bench != "" {
-		row("benchmark", fmt.Sprintf("%s (%s, %s)", code(r.Bench), orDash(r.Tool), loop))
-	}
-	row("backend", r.Backend)
-	row("machine", r.Machine)
-	if !r.Started.IsZero() {
-		row("started", r.Started.UTC().Format(time.RFC3339))
-	}
-	row("primary metric", fmt.Sprintf("%s (%s is better), α = %g, minimum effect %s", r.Rule.Metric, r.Rule.Dir.Better(), r.Rule.Alpha, pct(r.Rule.MinEffect)))
-	row("guards", strings.Join(r.Guards, ", "))
-	if r.Trials > 0 {
-		row("trials", fmt.Sprintf("%d in %s", r.Trials, r.Duration.Round(time.Second)))
-	}
-	row("stopped", r.Stopped)
-	p("\n")
+	r.header(w)
 
 	if len(r.Rig) > 0 {
 		p("## Rig: a node on this machine\n\n")
@@ -168,17 +101,14 @@ func (r Report) Markdown(w io.Writer) {
 	}
 
 	r.ladder(w)
-	r.calibration(w)
+	r.final(w)
+	r.races(w)
 	r.rates(w)
-	r.steps(w)
-
-	if len(r.Final) > 0 {
-		p("## Final comparison (fresh trials)\n\n```\n%s\n```\n\n", strings.Join(r.Final, "\n"))
-	}
+	r.calibration(w)
 
 	p("## Pictures\n\n")
-	p("![%s per step](%s.svg)\n\n![%s per background level](%s.svg)\n\n", r.Rule.Metric, StepPlot, r.Rule.Metric, LadderPlot)
-	p("(%s: `%s.png`, `%s.png`.)\n\n", pictureNote, StepPlot, LadderPlot)
+	p("![estimated gain per race entry](%s.svg)\n\n![%s per background level](%s.svg)\n\n", RacePlot, r.Rule.Metric, LadderPlot)
+	p("(%s: `%s.png`, `%s.png`.)\n\n", pictureNote, RacePlot, LadderPlot)
 
 	p("## Caveats\n\n")
 	machine := r.Machine
@@ -204,6 +134,60 @@ func (r Report) Markdown(w io.Writer) {
 	}
 }
 
+// blind says the final could not have shown the minimum effect: the
+// smallest effect it had the power for is over twice that.
+func (r Report) blind() bool {
+	return finite(r.Detectable) && r.Detectable > 2*r.Rule.MinEffect
+}
+
+func (r Report) header(w io.Writer) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("| | |\n|---|---|\n")
+	row := func(k, v string) {
+		if v != "" {
+			p("| %s | %s |\n", k, cellText(v))
+		}
+	}
+	row("profile", code(r.Profile))
+	row("refined profile", code(r.Refined))
+	loop := "closed loop"
+	if r.OpenLoop {
+		loop = "open loop (fixed rate)"
+	}
+	if r.Bench != "" {
+		row("benchmark", fmt.Sprintf("%s (%s, %s)", code(r.Bench), orDash(r.Tool), loop))
+	}
+	row("backend", r.Backend)
+	row("machine", r.Machine)
+	if !r.Started.IsZero() {
+		row("started", r.Started.UTC().Format(time.RFC3339))
+	}
+	row("primary metric", fmt.Sprintf("%s (%s is better), α = %g, minimum effect %s", r.Rule.Metric, r.Rule.Dir.Better(), r.Rule.Alpha, pct(r.Rule.MinEffect)))
+	row("guards", strings.Join(r.Guards, ", "))
+	if finite(r.Noise) && r.Noise > 0 {
+		row("noise", fmt.Sprintf("σ %.3g of log %s per trial (about %s), measured by the race on the incumbent's trials", r.Noise, r.Rule.Metric, pct(math.Expm1(r.Noise))))
+	}
+	if r.FinalN > 0 {
+		levels := ""
+		if len(r.Ladder) > 1 {
+			levels = fmt.Sprintf(" over %d background levels", len(r.Ladder))
+		}
+		row("final n", fmt.Sprintf("%d trials per arm%s", r.FinalN, levels))
+	}
+	if finite(r.Detectable) && r.Detectable > 0 {
+		s := pct(r.Detectable) + " (80% power at this noise and final n)"
+		if r.blind() {
+			s += ": **over twice the minimum effect**"
+		}
+		row("detectable effect", s)
+	}
+	if r.Trials > 0 {
+		row("trials", fmt.Sprintf("%d in %s", r.Trials, r.Duration.Round(time.Second)))
+	}
+	row("stopped", r.Stopped)
+	p("\n")
+}
+
 func (r Report) ladder(w io.Writer) {
 	if len(r.Ladder) == 0 {
 		return
@@ -213,14 +197,25 @@ func (r Report) ladder(w io.Writer) {
 	if len(cols) == 0 {
 		cols = []string{r.Rule.Metric}
 	}
+	conf := r.confidence()
+	hasDelta, harm, guards := false, false, false
+	for _, l := range r.Ladder {
+		hasDelta = hasDelta || l.Delta != nil
+		harm = harm || (l.Delta != nil && l.Delta.Harm != "")
+		guards = guards || len(l.Guards) > 0
+	}
+	deltas := len(r.Arms) > 1
 	p("## Background ladder\n\n")
 	cell := cols[0]
 	if len(cols) > 1 {
 		cell += " (" + strings.Join(cols[1:], ", ") + ")"
 	}
-	p("Medians across trials (one trial, one sample), %s per cell; an arm in the final comparison shows that comparison's trials only.", cell)
-	if len(r.Arms) > 1 {
-		p(" Δ is %s of **%s** against **%s**: the Hodges–Lehmann relative shift with its interval, Mann–Whitney p, n per arm.", r.Rule.Metric, r.armName(len(r.Arms)-1), r.armName(r.DeltaBase))
+	p("Medians across trials (one trial, one sample), %s per cell; an arm in the final shows the final's trials only.", cell)
+	if deltas {
+		p(" Δ is %s of **%s** against **%s** at each level, descriptive (the final's one stratified test decides): the Hodges–Lehmann relative shift, the unadjusted Mann–Whitney p, n per arm; `~` where p ≥ α = %g (no significant difference at that level).", r.Rule.Metric, r.armName(len(r.Arms)-1), r.armName(r.DeltaBase), r.Rule.Alpha)
+		if harm {
+			p(" Harm is the level's non-inferiority check: the upper confidence bound of the loss (worst) against the harm tolerance.")
+		}
 		if r.Tier {
 			p(" Δ vs %s describes the product (tier and profile together) and decides nothing.", r.armName(0))
 		}
@@ -229,23 +224,20 @@ func (r Report) ladder(w io.Writer) {
 	for _, a := range r.Arms {
 		p(" %s %s |", cellText(a.Name), cell)
 	}
-	if len(r.Arms) > 1 {
+	sep := "|---|" + strings.Repeat("---|", len(r.Arms))
+	if deltas {
 		p(" Δ %s | p | n |", r.Rule.Metric)
+		sep += "---|---|---|"
+		if harm {
+			p(" harm |")
+			sep += "---|"
+		}
 	}
 	if r.Tier {
 		p(" Δ vs %s | p |", cellText(r.armName(0)))
+		sep += "---|---|"
 	}
-	p("\n|---|")
-	for range r.Arms {
-		p("---|")
-	}
-	if len(r.Arms) > 1 {
-		p("---|---|---|")
-	}
-	if r.Tier {
-		p("---|---|")
-	}
-	p("\n")
+	p("\n%s\n", sep)
 	for _, l := range r.Ladder {
 		p("| %d |", l.Bg)
 		for _, c := range l.Cells {
@@ -263,32 +255,56 @@ func (r Report) ladder(w io.Writer) {
 			}
 			p(" %s |", s)
 		}
-		if len(r.Arms) > 1 {
+		if deltas {
 			if d := l.Delta; d != nil {
-				p(" %s [%s, %s] | %s | %d+%d |", spct(d.Effect.Center), spct(d.Effect.Lo), spct(d.Effect.Hi), pval(d.P), d.NBase, d.NCand)
+				p(" %s | %s | %d+%d |", shift(d.Effect.Center, d.P, r.Rule.Alpha), pval(d.P), d.NBase, d.NCand)
 			} else {
 				p(" — | — | — |")
+			}
+			if harm {
+				p(" %s |", harmText(l.Delta))
 			}
 		}
 		if r.Tier {
 			if d := l.Product; d != nil {
-				p(" %s [%s, %s] | %s |", spct(d.Effect.Center), spct(d.Effect.Lo), spct(d.Effect.Hi), pval(d.P))
+				p(" %s | %s |", shift(d.Effect.Center, d.P, r.Rule.Alpha), pval(d.P))
 			} else {
 				p(" — | — |")
 			}
 		}
 		p("\n")
 	}
-	p("\nWith intervals (medians and their distribution-free %s intervals; ±∞ where n is too small for one):\n\n", r.confidence())
+	p("\n")
+
+	if guards {
+		p("Guards at each level, as non-inferiority: a guard vetoes when the upper confidence bound of its loss (worst) is past its tolerance.\n\n")
+		p("| bg | guard | change | worst | tolerance | verdict |\n|---|---|---|---|---|---|\n")
+		var fn footnotes
+		for _, l := range r.Ladder {
+			for _, g := range l.Guards {
+				verdict := "holds"
+				if g.Vetoed {
+					verdict = "**vetoed**"
+				}
+				worst := orDash(g.Worst)
+				if strings.Contains(worst, "∞") {
+					worst = fn.mark("too few samples to bound the loss")
+				}
+				p("| %d | %s | %s | %s | %s | %s |\n", l.Bg, cellText(g.Metric), orDash(g.Change), worst, orDash(g.Tolerance), verdict)
+			}
+		}
+		fn.write(w)
+		p("\n")
+	}
+
+	var fn footnotes
+	needMedian := fmt.Sprintf("needs ≥ %d samples for an interval at %s", medianNeed(conf), pct(conf))
+	p("With intervals: medians and their distribution-free %s intervals.\n\n", pct(conf))
 	p("| bg | arm | n |")
 	for _, m := range cols {
 		p(" %s |", m)
 	}
-	p("\n|---|---|---|")
-	for range cols {
-		p("---|")
-	}
-	p("\n")
+	p("\n|---|---|---|%s\n", strings.Repeat("---|", len(cols)))
 	for _, l := range r.Ladder {
 		for a, c := range l.Cells {
 			if c.N == 0 {
@@ -301,10 +317,190 @@ func (r Report) ladder(w io.Writer) {
 					p(" — |")
 					continue
 				}
-				p(" %s [%s, %s] |", num(v.Center), num(v.Lo), num(v.Hi))
+				p(" %s %s |", num(v.Center), within(v, num, &fn, needMedian))
 			}
 			p("\n")
 		}
+	}
+	if hasDelta {
+		needShift := fmt.Sprintf("needs ≥ %d samples per arm for an interval at %s", stats.NeedN(1-conf), pct(conf))
+		p("\n| bg | Δ %s [%s interval] |", r.Rule.Metric, pct(conf))
+		if r.Tier {
+			p(" Δ vs %s |", cellText(r.armName(0)))
+		}
+		p("\n|---|---|")
+		if r.Tier {
+			p("---|")
+		}
+		p("\n")
+		for _, l := range r.Ladder {
+			if l.Delta == nil && l.Product == nil {
+				continue
+			}
+			p("| %d | %s |", l.Bg, deltaInterval(l.Delta, &fn, needShift))
+			if r.Tier {
+				p(" %s |", deltaInterval(l.Product, &fn, needShift))
+			}
+			p("\n")
+		}
+	}
+	fn.write(w)
+	p("\n")
+}
+
+// harmText is a level's non-inferiority cell: the verdict with the loss's
+// upper bound and the tolerance, in bold when harm is not excluded.
+func harmText(d *Delta) string {
+	if d == nil || d.Harm == "" {
+		return "—"
+	}
+	if !finite(d.Worst) {
+		return d.Harm
+	}
+	s := fmt.Sprintf("%s (worst %s vs %s)", d.Harm, spct(d.Worst), pct(d.Tolerance))
+	if d.Worst > d.Tolerance {
+		s = "**" + s + "**"
+	}
+	return s
+}
+
+func deltaInterval(d *Delta, fn *footnotes, need string) string {
+	if d == nil {
+		return "—"
+	}
+	return spct(d.Effect.Center) + " " + within(d.Effect, spct, fn, need)
+}
+
+func (r Report) final(w io.Writer) {
+	if len(r.Looks) == 0 {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	looks := r.Looks[len(r.Looks)-1].Of
+	p("## Final: %s against %s\n\n", r.armName(len(r.Arms)-1), r.armName(r.DeltaBase))
+	p("The one confirmatory test, on fresh trials: one stratified rank test of a common effect on %s, the background levels its strata, with up to %s. Each look's one-sided p is held to that look's nominal α from the α-spending rule (α = %g in all), printed beside it; `~`: no significant difference at that look. Each level's non-inferiority checks are in the ladder above.\n\n",
+		r.Rule.Metric, count(looks, "look"), r.Rule.Alpha)
+	p("| look | n | Δ %s | interval | p | nominal α | α spent | outcome |\n|---|---|---|---|---|---|---|---|\n", r.Rule.Metric)
+	var fn footnotes
+	for _, l := range r.Looks {
+		iv := within(l.Effect, spct, &fn, "too few samples for an interval at this look's confidence")
+		if l.Confidence > 0 && strings.HasPrefix(iv, "[") {
+			iv += " at " + pct(l.Confidence)
+		}
+		outcome := orDash(l.Outcome)
+		if l.Outcome == "keep" {
+			outcome = "**keep**"
+		}
+		p("| %d of %d | %d+%d | %s | %s | %s | %s | %s | %s |\n", l.Index, l.Of, l.N[0], l.N[1], shift(l.Effect.Center, l.P, l.Alpha), iv,
+			pval(l.P), pval(l.Alpha), pval(l.Spent), outcome)
+	}
+	fn.write(w)
+	if last := r.Looks[len(r.Looks)-1]; last.Reason != "" {
+		p("\nLook %d of %d: %s\n", last.Index, last.Of, last.Reason)
+	}
+	p("\n")
+}
+
+func (r Report) races(w io.Writer) {
+	if len(r.Races) == 0 {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("## Races\n\n")
+	p("Each round raced its candidates against the incumbent by successive halving: a race ranks by an estimated gain and tests nothing (its Δ is an estimate, ≈, without an interval), and only the final decides what is kept.\n\n")
+	for _, race := range r.Races {
+		p("### Round %d: %s over %s\n\n", race.Round, count(race.Candidates, "candidate"), count(race.Rungs, "rung"))
+		var skipped []string
+		if race.Unchanged > 0 {
+			skipped = append(skipped, fmt.Sprintf("%d not run (same kernel state as an arm already measured)", race.Unchanged))
+		}
+		if race.Rejected > 0 {
+			skipped = append(skipped, fmt.Sprintf("%d refused by lint", race.Rejected))
+		}
+		if len(skipped) > 0 {
+			p("Also %s.\n\n", strings.Join(skipped, "; "))
+		}
+		mech := slices.ContainsFunc(race.Entries, func(e RaceEntry) bool { return e.Mechanism != "" || e.Suspect })
+		if len(race.Entries) > 0 {
+			p("| step | trials | Δ %s | gain ± SE | rung | verdict |", r.Rule.Metric)
+			if mech {
+				p(" mechanism |")
+			}
+			p("\n|---|---|---|---|---|---|")
+			if mech {
+				p("---|")
+			}
+			p("\n")
+			es := slices.Clone(race.Entries)
+			slices.SortStableFunc(es, func(a, b RaceEntry) int {
+				return cmp.Or(cmp.Compare(b.Rung, a.Rung), cmp.Compare(a.Rank, b.Rank))
+			})
+			for _, e := range es {
+				approx := "—"
+				if finite(e.Shift) {
+					approx = "≈ " + spct(e.Shift)
+				}
+				p("| %s | %d | %s | %s | %d of %d | %s |", cellText(e.Name), e.Trials, approx, gainText(e.Gain, e.GainSE), e.Rung, race.Rungs, verdictText(e))
+				if mech {
+					m := orDash(e.Mechanism)
+					if e.Suspect {
+						m = "**suspect**: " + m
+					}
+					p(" %s |", cellText(m))
+				}
+				p("\n")
+			}
+			p("\n")
+		}
+		if race.Stopped != "" {
+			p("Round %d: %s\n\n", race.Round, race.Stopped)
+		}
+	}
+}
+
+func gainText(g, se float64) string {
+	if !finite(g) {
+		return "—"
+	}
+	if !finite(se) {
+		return spct(g)
+	}
+	return spct(g) + " ± " + pct(se)
+}
+
+// verdictText is a race entry's one verdict.
+func verdictText(e RaceEntry) string {
+	switch e.Verdict {
+	case Accepted:
+		return "**accepted**: the next incumbent"
+	case Unconfirmed:
+		return "unconfirmed: held back by the step rule"
+	case Dropped:
+		if e.Of > 0 {
+			return fmt.Sprintf("dropped, rank %d of %d", e.Rank, e.Of)
+		}
+	}
+	return orDash(e.Verdict)
+}
+
+func (r Report) rates(w io.Writer) {
+	if len(r.Rates) == 0 {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("## Error rates of the final rule\n\n")
+	p("How often the final keeps a profile, simulated at this run's noise")
+	if finite(r.Noise) && r.Noise > 0 {
+		p(" (σ %.3g)", r.Noise)
+	}
+	p(" and final n")
+	if r.FinalN > 0 {
+		p(" (%d per arm)", r.FinalN)
+	}
+	p(": with no effect a keep is a false keep, with a true effect a keep is the power. Brackets: 95%% Clopper–Pearson intervals of the simulation itself.\n\n")
+	p("| true effect | runs | kept |\n|---|---|---|\n")
+	for _, s := range r.Rates {
+		p("| %s (%s) | %d | %s |\n", cellText(s.What), pct(s.Effect), s.Runs, rate(s.Keeps))
 	}
 	p("\n")
 }
@@ -319,16 +515,12 @@ func (r Report) calibration(w io.Writer) {
 		cols = []string{r.Rule.Metric}
 	}
 	p("## Calibration: %s against itself (A/A)\n\n", r.armName(0))
-	p("Run-to-run noise as the coefficient of variation of one trial's value. A noise larger than the minimum effect (%s) needs more trials per arm to resolve it.\n\n", pct(r.Rule.MinEffect))
+	p("The A/A measures false accepts: any difference it accepts cannot exist. It does not size the final (the race's noise does). CV is the coefficient of variation of one trial's value, in bold where it exceeds the minimum effect (%s).\n\n", pct(r.Rule.MinEffect))
 	p("| bg | n |")
 	for _, m := range cols {
 		p(" CV %s |", m)
 	}
-	p(" A/A decision |\n|---|---|")
-	for range cols {
-		p("---|")
-	}
-	p("---|\n")
+	p(" A/A decision |\n|---|---|%s---|\n", strings.Repeat("---|", len(cols)))
 	var lines []string
 	falseAcc := 0
 	for _, c := range r.Calibration {
@@ -350,7 +542,11 @@ func (r Report) calibration(w io.Writer) {
 			falseAcc++
 		}
 		p(" %s |\n", verdict)
-		if c.Line != "" {
+		switch {
+		case c.Line == "":
+		case strings.Contains(c.Line, "bg="):
+			lines = append(lines, c.Line)
+		default:
 			lines = append(lines, fmt.Sprintf("bg=%d  %s", c.Bg, c.Line))
 		}
 	}
@@ -361,90 +557,69 @@ func (r Report) calibration(w io.Writer) {
 	p("\n")
 }
 
-func (r Report) rates(w io.Writer) {
-	if len(r.Rates) == 0 {
-		return
+// footnotes collects the footnotes of one table, each text once under one
+// marker, so a table says "too few samples" once instead of [-∞ +∞] on
+// every line.
+type footnotes struct{ texts []string }
+
+func (f *footnotes) mark(text string) string {
+	i := slices.Index(f.texts, text)
+	if i < 0 {
+		f.texts = append(f.texts, text)
+		i = len(f.texts) - 1
 	}
-	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
-	p("## Error rates of the decision rule\n\n")
-	p("Measured by simulating the rule as this run applied it (lognormal trial values at the noise shown, fixed seed): how often a candidate with no effect is accepted, and how often one with the given true effect is. Brackets: 95%% Clopper–Pearson intervals of the simulation itself.\n\n")
-	p("| procedure | noise CV | true effect | rounds | false accepts per candidate | rounds with a false accept | power |\n")
-	p("|---|---|---|---|---|---|---|\n")
-	for _, s := range r.Rates {
-		power := "—"
-		if s.Sim.Effect != 0 {
-			power = rate(s.Power)
-		}
-		p("| %s | %s | %s | %d | %s | %s | %s |\n", procedure(s.Sim), pct(s.Sim.CV), pct(s.Sim.Effect), s.Sim.Rounds,
-			rate(s.FalseAcceptRate), rate(s.FWER), power)
-	}
-	p("\n")
+	return marker(i)
 }
 
-// procedure names a simulated procedure the way the run used it.
-func procedure(s stats.Sim) string {
-	var b strings.Builder
-	if s.K <= 1 && s.Screen == 0 {
-		fmt.Fprintf(&b, "one decision, n=%d per arm", s.Confirm)
-		return b.String()
+// write prints the footnotes collected, each its own paragraph, and
+// forgets them.
+func (f *footnotes) write(w io.Writer) {
+	for i, t := range f.texts {
+		fmt.Fprintf(w, "\n%s %s\n", marker(i), t)
 	}
-	fmt.Fprintf(&b, "round of %d: ", max(s.K, 1))
-	if s.Screen > 0 {
-		fmt.Fprintf(&b, "screen n=%d", s.Screen)
-		switch {
-		case s.ScreenP > 0:
-			fmt.Fprintf(&b, " (p < %g)", s.ScreenP)
-		case s.ScreenHolm:
-			b.WriteString(" (Holm)")
-		}
-		b.WriteString(", ")
-	}
-	fmt.Fprintf(&b, "confirm n=%d fresh (Holm)", s.Confirm)
-	return b.String()
+	f.texts = nil
 }
 
-func (r Report) steps(w io.Writer) {
-	if len(r.Steps) == 0 {
-		return
+func marker(i int) string {
+	if m := []string{"¹", "²", "³", "⁴", "⁵"}; i < len(m) {
+		return m[i]
 	}
-	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
-	p("## Steps\n\n")
-	var acc, rej int
-	for _, s := range r.Steps {
-		if s.Accepted {
-			acc++
-		} else {
-			rej++
-		}
+	return fmt.Sprintf("(%d)", i+1)
+}
+
+// within prints an interval's bounds "[lo, hi]" with format, or the marker
+// of the footnote need when the sample was too small for an interval.
+func within(iv stats.Interval, format func(float64) string, fn *footnotes, need string) string {
+	switch {
+	case math.IsNaN(iv.Lo) || math.IsNaN(iv.Hi):
+		return "—"
+	case !iv.Finite():
+		return fn.mark(need)
 	}
-	p("%d decisions: %d accepted, %d rejected. A step is accepted only when the Mann–Whitney test is significant (Holm across its round) **and** the interval of the relative shift clears %s **and** no guard regresses.\n\n", len(r.Steps), acc, rej, pct(r.Rule.MinEffect))
-	p("| # | round | stage | step | bg | %s: reference → candidate | verdict | mechanism |\n", r.Rule.Metric)
-	p("|---|---|---|---|---|---|---|---|\n")
-	for i, s := range r.Steps {
-		var verdict string
-		switch {
-		case s.Accepted:
-			verdict = "**accepted**"
-		case s.Verdict == "":
-			verdict = "rejected"
-		default:
-			verdict = "rejected: " + s.Verdict
-		}
-		mech := orDash(s.Mechanism)
-		if s.Suspect {
-			mech = "**suspect**: " + mech
-		}
-		p("| %d | %d | %s | %s | %d | %s → %s | %s | %s |\n", i+1, s.Round, s.Stage, cellText(s.Name), s.Bg,
-			num(s.Base.Center), num(s.Cand.Center), verdict, cellText(mech))
+	return "[" + format(iv.Lo) + ", " + format(iv.Hi) + "]"
+}
+
+// medianNeed is the smallest sample whose median has a distribution-free
+// interval at confidence: the widest, from the smallest to the largest
+// value, covers the median with probability 1 − 2·2⁻ⁿ.
+func medianNeed(confidence float64) int {
+	n := 1
+	for 1-2*math.Pow(0.5, float64(n)) < confidence-1e-12 && n < 64 {
+		n++
 	}
-	p("\nDecision lines (metric, reference → candidate medians [interval], n per arm, Δ [interval] (confidence), p, why):\n\n```\n")
-	for i, s := range r.Steps {
-		p("#%d %s\n", i+1, s.Line)
-		for _, g := range s.Guards {
-			p("   guard %s\n", g)
-		}
+	return n
+}
+
+// shift is a Δ cell the way benchstat prints one: the estimate where p <
+// alpha, ~ where the difference is not significant, — where unknown.
+func shift(x, p, alpha float64) string {
+	switch {
+	case math.IsNaN(x) || math.IsNaN(p):
+		return "—"
+	case p >= alpha:
+		return "~"
 	}
-	p("```\n\n")
+	return spct(x)
 }
 
 func (r Report) armName(i int) string {
@@ -454,17 +629,33 @@ func (r Report) armName(i int) string {
 	return "the baseline"
 }
 
-func (r Report) confidence() string {
+func (r Report) confidence() float64 {
 	if r.Rule.Alpha > 0 && r.Rule.Alpha < 1 {
-		return pct(1 - r.Rule.Alpha)
+		return 1 - r.Rule.Alpha
 	}
-	return "95%"
+	return 0.95
+}
+
+// count is n with its noun, plural unless n is 1.
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
 
-func num(x float64) string  { return stats.FormatValue(x) }
-func spct(x float64) string { return stats.FormatShift(x) }
+func num(x float64) string { return stats.FormatValue(x) }
+
+// spct is a signed relative shift; a shift that rounds to zero prints as
+// +0.0%, never -0.0%.
+func spct(x float64) string {
+	if s := stats.FormatShift(x); s != "-0.0%" {
+		return s
+	}
+	return "+0.0%"
+}
 
 func pct(x float64) string {
 	s := strings.TrimRight(fmt.Sprintf("%.2f", 100*x), "0")
@@ -478,11 +669,22 @@ func pval(p float64) string {
 	return fmt.Sprintf("%.3g", p)
 }
 
+// rate is a simulated rate with its interval, in percent to three
+// significant digits (0.31%, 2.25%, 61.0%).
 func rate(iv stats.Interval) string {
 	if math.IsNaN(iv.Center) {
 		return "—"
 	}
-	return fmt.Sprintf("%.4f [%.4f, %.4f]", iv.Center, iv.Lo, iv.Hi)
+	f := func(x float64) string {
+		switch x *= 100; {
+		case x == 0 || x == 100:
+			return fmt.Sprintf("%.0f%%", x)
+		case x >= 10:
+			return fmt.Sprintf("%.1f%%", x)
+		}
+		return fmt.Sprintf("%.2f%%", x)
+	}
+	return fmt.Sprintf("%s [%s, %s]", f(iv.Center), f(iv.Lo), f(iv.Hi))
 }
 
 func code(s string) string {
