@@ -78,7 +78,7 @@ func (r Report) Markdown(w io.Writer) {
 	case len(r.Looks) == 0:
 		p("**Nothing kept**: no final test ran; no refined profile was written.\n\n")
 	default:
-		p("**Nothing kept**: the final test did not show a profile better than %s; no refined profile was written.\n\n", ref)
+		p("**Nothing kept**: the final test did not keep the refined profile against %s (its last look says why); no refined profile was written.\n\n", ref)
 	}
 	if r.blind() {
 		p("**This run could not have shown the minimum effect**: at the noise it measured and the final's n it had 80%% power only for effects of %s or more, over twice the minimum effect of %s.\n\n", pct(r.Detectable), pct(r.Rule.MinEffect))
