@@ -172,7 +172,8 @@ func inState(c Config, threads []thread) (bool, error) {
 			if main == nil {
 				return false, fmt.Errorf("pid %d: no main thread to read the default slice from", c.Pid)
 			}
-			if t.sliceNs >= main.sliceNs {
+			// A SCHED_IDLE thread (no se.slice) keeps the default slice.
+			if t.sliceNs < 0 || t.sliceNs >= main.sliceNs {
 				return false, nil
 			}
 		case "nice_below_zero":
@@ -243,7 +244,10 @@ func readThread(dir string) (thread, error) {
 	if t.policy, err = field(41); err != nil {
 		return t, err
 	}
-	if t.sliceNs, err = keyed(filepath.Join(dir, "sched"), "se.slice", ':'); err != nil {
+	// The kernel prints no se.slice for a SCHED_IDLE thread: -1.
+	if t.sliceNs, err = keyed(filepath.Join(dir, "sched"), "se.slice", ':'); errors.Is(err, errNoKey) {
+		t.sliceNs = -1
+	} else if err != nil {
 		return t, err
 	}
 	st, err := os.Open(filepath.Join(dir, "status"))
@@ -272,8 +276,11 @@ func keyed(path, key string, sep byte) (int64, error) {
 			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 		}
 	}
-	return 0, fmt.Errorf("%s: no %s", path, key)
+	return 0, fmt.Errorf("%s: %w %s", path, errNoKey, key)
 }
+
+// errNoKey is wrapped when a file has no line for the key.
+var errNoKey = errors.New("no line")
 
 // spinners counts refine's background spinners started by this
 // benchmark's parent: the trial's background level.
