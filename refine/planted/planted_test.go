@@ -402,7 +402,11 @@ func (h *harness) run(ctx context.Context, sc scenario, i int) (outcome, *refine
 			return o, res, err
 		}
 	}
-	os.RemoveAll(rdir)
+	if os.Getenv("PLANTED_KEEP") == "" {
+		os.RemoveAll(rdir)
+	} else {
+		os.Rename(rdir, filepath.Join(os.Getenv("PLANTED_KEEP"), filepath.Base(rdir)))
+	}
 	return o, res, nil
 }
 
@@ -438,7 +442,7 @@ func TestBenchReadsAppliedState(t *testing.T) {
 	}
 	ran := map[string]bool{} // groups with a candidate whose kernel state differs from the input's
 	var plantedSteps []refine.Step
-	var applyBench []time.Duration
+	var applyBench, revert []time.Duration
 	for _, a := range arms {
 		if a.Step.Group != "" {
 			key, err := h.live.Realise(a.Profile)
@@ -462,14 +466,13 @@ func TestBenchReadsAppliedState(t *testing.T) {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		t1 := time.Now()
 		m, err := env.Bench(context.Background(), dir)
 		t2 := time.Now()
 		if serr := sess.Stop(); serr != nil {
 			t.Errorf("%s: revert: %v", a.Step, serr)
 		}
-		t.Logf("apply %s bench %s revert %s", t1.Sub(t0), t2.Sub(t1), time.Since(t2))
-		applyBench = append(applyBench, time.Since(t0))
+		applyBench = append(applyBench, t2.Sub(t0))
+		revert = append(revert, time.Since(t2))
 		if err != nil {
 			t.Fatalf("%s: bench: %v", a.Step, err)
 		}
@@ -491,8 +494,8 @@ func TestBenchReadsAppliedState(t *testing.T) {
 			t.Errorf("group %q has no candidate whose kernel state differs from the input profile's: refine never runs a move of it", g.Name)
 		}
 	}
-	slices.Sort(applyBench)
-	t.Logf("apply + benchmark + revert: median %s over %d arms (%d candidates)", applyBench[len(applyBench)/2].Round(time.Microsecond), len(arms), len(cands))
+	t.Logf("one trial, apply + benchmark: median %s; revert: median %s (%d arms: stock, the input and %d candidates)",
+		median(applyBench), median(revert), len(arms), len(cands))
 }
 
 // TestPlanted runs refine PLANTED_RUNS times per scenario (default 1; 0 or
@@ -607,6 +610,11 @@ func table(rows []row) string {
 	}
 	w.Flush()
 	return b.String()
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Sorted(slices.Values(ds))
+	return s[len(s)/2].Round(100 * time.Microsecond)
 }
 
 func sum(xs []int) int {
