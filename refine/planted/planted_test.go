@@ -161,7 +161,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal("the target did not print ready within 10 s")
 	}
 
-	backend := cfs.New(cfs.Options{StateFile: filepath.Join(dir, "cfs-state.json")})
+	backend := cfs.New(cfs.Options{StateFile: filepath.Join(dir, stateFile)})
 	if err := backend.Probe(); err != nil {
 		t.Skip(err)
 	}
@@ -194,6 +194,11 @@ func newHarness(t *testing.T) *harness {
 	}
 	return h
 }
+
+// stateFile is the CFS backend's state file, in the harness's directory.
+const stateFile = "cfs-state.json"
+
+func (h *harness) stateFile() string { return filepath.Join(h.dir, stateFile) }
 
 // readyWriter closes ready once the target has printed "ready".
 type readyWriter struct {
@@ -293,9 +298,13 @@ func threadStates(pid int) (map[int]threadState, error) {
 }
 
 // checkRestored fails t unless every thread of the target is as it was
-// before anything was applied.
+// before anything was applied and the backend holds no state file (its
+// record of what is still to revert).
 func (h *harness) checkRestored(t *testing.T) {
 	t.Helper()
+	if _, err := os.Stat(h.stateFile()); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the CFS backend's state file %s is left (%v): something is still applied", h.stateFile(), err)
+	}
 	now, err := threadStates(h.tgt.Pid)
 	if err != nil {
 		t.Fatal(err)
