@@ -62,6 +62,10 @@ type Decision struct {
 	// relative shift, or for a Count the change of the mean per trial.
 	Change  float64
 	Measure Measure
+	// Bound is what a non-inferiority check (NonInferior) bounded: the
+	// upper confidence bound of the loss, in Measure's unit (a relative
+	// shift, or a Count's change per trial), worse direction positive.
+	Bound float64
 }
 
 // Accepted reports whether the candidate is kept.
