@@ -59,24 +59,37 @@ func Spend(alpha float64, t []float64) []float64 {
 			dt := tk - prevT
 			sd := math.Sqrt(dt)
 			w := simpson(grid)
-			cross := func(b float64) float64 {
-				s := 0.0
+			// cross(b) − inc falls from the mass still running to −inc as b
+			// rises: Newton's method, kept inside a bracket by bisection.
+			cross := func(b float64) (p, slope float64) {
 				for i, x := range grid {
-					s += w[i] * dens[i] * mstats.StdNormal.CDF((x-b)/sd)
+					z := (x - b) / sd
+					p += w[i] * dens[i] * mstats.StdNormal.CDF(z)
+					slope -= w[i] * dens[i] * normPDF(z, 1) / sd
 				}
-				return s
+				return p, slope
 			}
-			// cross falls from the mass still running to 0 as b rises.
 			lo, hi := grid[0]-tail*sd, grid[len(grid)-1]+tail*sd
-			for range 64 {
-				mid := (lo + hi) / 2
-				if cross(mid) > inc {
-					lo = mid
-				} else {
-					hi = mid
+			b := math.Sqrt(tk) * mstats.StdNormal.InvCDF(1-inc)
+			for range 100 {
+				p, slope := cross(b)
+				if math.Abs(p-inc) <= 1e-12*inc {
+					break
 				}
+				if p > inc {
+					lo = b
+				} else {
+					hi = b
+				}
+				next := b - (p-inc)/slope
+				if !(next > lo && next < hi) {
+					next = (lo + hi) / 2
+				}
+				if hi-lo < 1e-12 {
+					break
+				}
+				b = next
 			}
-			b := (lo + hi) / 2
 			out[k] = mstats.StdNormal.CDF(-b / math.Sqrt(tk))
 			if k == len(t)-1 {
 				break
