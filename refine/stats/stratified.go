@@ -114,7 +114,7 @@ func orderInterval(d []float64, k int) Interval {
 // normal approximation of U_total (mean, sd), with the test's p-values.
 type stratNullDist struct {
 	m        int       // number of within-stratum pairs, Σ n1·n2
-	cdf      []float64 // exact P(U_total ≤ u), nil when approximated
+	cdf      []float64 // exact P(U_total ≤ u) for u ≤ m/2, nil when approximated
 	mean, sd float64   // of U_total, for the approximation
 	p, minP  float64
 }
@@ -169,10 +169,13 @@ func stratNull(strata []Pair) stratNullDist {
 	if exact {
 		// The strata are independent under the null, so the distribution
 		// of U_total is the convolution of theirs.
+		// The distribution is symmetric about m/2, and the p-value and the
+		// interval's order read only its lower half: the convolution
+		// stops there.
 		one := pmf(uCDF(n1, n2))
 		dist := []float64{1}
 		for range used {
-			dist = convolve(dist, one)
+			dist = convolve(dist, one, nd.m/2)
 		}
 		cdf := make([]float64, len(dist))
 		acc := 0.0
@@ -281,13 +284,14 @@ func pmf(cdf []float64) []float64 {
 	return p
 }
 
-func convolve(a, b []float64) []float64 {
-	out := make([]float64, len(a)+len(b)-1)
+// convolve returns the convolution of a and b up to index limit.
+func convolve(a, b []float64, limit int) []float64 {
+	out := make([]float64, min(len(a)+len(b)-1, limit+1))
 	for i, x := range a {
-		if x == 0 {
+		if x == 0 || i >= len(out) {
 			continue
 		}
-		for j, y := range b {
+		for j, y := range b[:min(len(b), len(out)-i)] {
 			out[i+j] += x * y
 		}
 	}
