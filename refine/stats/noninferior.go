@@ -23,7 +23,8 @@ import (
 // at all. The Decision's Verdict is NoDifference when the loss is within
 // tolerance, Worse when harm is not excluded, TooFewSamples when the
 // interval is unbounded at these n (not non-inferior either); Change is
-// the estimate, Bound the loss's upper bound, Measure their unit.
+// the estimate, Bound and LossLow the loss's bounds, Tolerance the
+// tolerance, Measure their unit.
 func NonInferior(base, cand []float64, dir Direction, m Measure, tolerance, alpha float64) (bool, Decision) {
 	d, _, _ := nonInferior("", base, cand, dir, m, tolerance, alpha)
 	return d.Verdict == NoDifference, d
@@ -56,7 +57,7 @@ func nonInferior(metric string, base, cand []float64, dir Direction, m Measure, 
 	if loss.Lo > loss.Hi {
 		loss.Lo, loss.Hi = loss.Hi, loss.Lo
 	}
-	d.Change, d.Bound = est.Center, loss.Hi
+	d.Change, d.Bound, d.LossLow, d.Tolerance = est.Center, loss.Hi, loss.Lo, tol
 	amount := func(x float64) string {
 		if d.Measure == Count {
 			return FormatChange(Count, x) + " per trial"

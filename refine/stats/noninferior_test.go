@@ -50,9 +50,15 @@ func TestNonInferior(t *testing.T) {
 			t.Log(d.Reason)
 		})
 	}
+	// A Count's tolerance is per trial: the bound times the baseline mean.
+	cnt := []float64{10, 12, 9, 11, 10, 13, 8, 11}
+	_, d := NonInferior(cnt, add(cnt, 5), LowerIsBetter, Count, 0.10, 0.05)
+	if d.Tolerance != 0.1*10.5 || d.Verdict != Worse || !(d.LossLow > d.Tolerance) || d.LossLow > d.Bound {
+		t.Errorf("count +5 on a mean of 10.5, 10%% tolerated: tolerance %g, loss [%g, %g], %v", d.Tolerance, d.LossLow, d.Bound, d.Verdict)
+	}
 	// Bound is the loss's upper bound: for throughput, minus the lower
 	// bound of the relative shift.
-	_, d := NonInferior(tput, scaled(tput, 0.97), HigherIsBetter, Relative, 0.05, 0.05)
+	_, d = NonInferior(tput, scaled(tput, 0.97), HigherIsBetter, Relative, 0.05, 0.05)
 	if want := -d.Comparison.Rel.Lo; d.Bound != want || d.Change != d.Comparison.Rel.Center {
 		t.Errorf("Bound %g Change %g, want %g and %g", d.Bound, d.Change, want, d.Comparison.Rel.Center)
 	}

@@ -72,6 +72,7 @@ func (o Outcome) String() string {
 type Look struct {
 	Index   int          // 0-based
 	Alpha   float64      // this look's nominal one-sided level (Spend over Looks[k]/Looks[last])
+	Spent   float64      // the α spent by this look, cumulative (Spent(Rule.Alpha, Looks[k]/Looks[last]))
 	Common  Common       // at confidence 1−2·Alpha
 	Harm    []Decision   // per stratum: NonInferior of the primary metric at Harm, alpha = Rule.Alpha, uncorrected
 	Guards  [][]Decision // [guard][stratum]: NonInferior at the guard's Bound, alpha = Rule.Alpha, uncorrected
@@ -138,9 +139,10 @@ func (s Sequential) Look(k int, strata []Pair, guards []GuardRule, guardData [][
 	if k < 0 || k >= len(s.Looks) || len(guardData) != len(guards) {
 		panic(fmt.Sprintf("stats: look %d of %d with %d guards' data for %d guards", k, len(s.Looks), len(guardData), len(guards)))
 	}
-	nominal := Spend(s.Rule.Alpha, s.fractions())[k]
+	t := s.fractions()
+	nominal := Spend(s.Rule.Alpha, t)[k]
 	last := k == len(s.Looks)-1
-	lk := Look{Index: k, Alpha: nominal, Common: Stratified(strata, 1-2*nominal)}
+	lk := Look{Index: k, Alpha: nominal, Spent: Spent(s.Rule.Alpha, t[k]), Common: Stratified(strata, 1-2*nominal)}
 	sign := s.Rule.Dir.sign()
 	gain := func(iv Interval) (worst, best float64) {
 		worst, best = sign*iv.Lo, sign*iv.Hi
@@ -149,7 +151,7 @@ func (s Sequential) Look(k int, strata []Pair, guards []GuardRule, guardData [][
 		}
 		return worst, best
 	}
-	where := fmt.Sprintf("look %d of %d (nominal α %.2g, spent %.2g)", k+1, len(s.Looks), nominal, Spent(s.Rule.Alpha, s.fractions()[k]))
+	where := fmt.Sprintf("look %d of %d (nominal α %.2g, spent %.2g)", k+1, len(s.Looks), nominal, lk.Spent)
 	effect := "Δ " + FormatEffect(lk.Common.Effect)
 	worst, _ := gain(lk.Common.Effect)
 	clears := worst > s.Rule.MinEffect
@@ -259,33 +261,59 @@ func joinNotes(harmBad []string, harmNote string, guardBad []string, guardNote s
 //
 // Keeping needs the interval's bound to clear minEffect, so what must be
 // resolved is the margin between 1.5×minEffect and minEffect, on the log
-// scale where lognormal noise is normal (σ² = ln(1+cv²)), at the last
-// look's nominal level. The Hodges–Lehmann estimate of the common effect
-// over strata·n trials per arm has variance ≈ (π/3)·2σ²/(strata·n) (the
-// rank estimator's efficiency 3/π under normal noise). The margin is the
+// scale where lognormal noise is normal (σ² = ln(1+cv²); for a σ of log
+// values pass it as cv: the difference is σ⁴/2), at the last look's
+// nominal level. The Hodges–Lehmann estimate of the common effect over
+// strata·n trials per arm has variance ≈ (π/3)·2σ²/(strata·n) (the rank
+// estimator's efficiency 3/π under normal noise). The margin is the
 // smaller of the two directions' (higher is better's: ln(1+1.5m) −
 // ln(1+m)), so a lower-is-better metric is sized conservatively. One
 // trial is added for the rank statistics' discreteness, n is rounded up to
 // even, and at least 8 (4 at the first look, the least with a bounded 90%
-// interval). Returns 0 when minEffect ≤ 0 or cv ≤ 0 or alpha or power is
-// outside (0, 1).
+// interval). The futility stop and the harm and guard checks are not
+// counted: TestFinalPowerRate measures the power with them. Returns 0
+// when minEffect ≤ 0 or cv ≤ 0 or alpha or power is outside (0, 1).
 func FinalN(cv, minEffect, alpha, power float64, strata int) int {
 	if !(cv > 0 && minEffect > 0 && alpha > 0 && alpha < 1 && power > 0 && power < 1) {
 		return 0
 	}
-	strata = max(strata, 1)
 	m := minEffect
 	margin := math.Log1p(1.5*m) - math.Log1p(m)
 	if 1.5*m < 1 {
 		margin = math.Min(margin, math.Log(1-m)-math.Log(1-1.5*m))
 	}
-	sigma2 := math.Log1p(cv * cv)
-	nominal := Spend(alpha, []float64{0.5, 1})[1]
-	z := mstats.StdNormal.InvCDF(1-nominal) + mstats.StdNormal.InvCDF(power)
-	total := z * z * (math.Pi / 3) * 2 * sigma2 / (margin * margin)
-	n := int(math.Ceil(total/float64(strata))) + 1
+	z := finalZ(alpha, power)
+	n := int(math.Ceil(z*z*finalVar(cv, strata)/(margin*margin))) + 1
 	if n%2 == 1 {
 		n++
 	}
 	return max(n, 8)
+}
+
+// Detectable is the smallest true relative improvement that the final
+// with n trials per arm and level keeps with the given power, at noise cv
+// and gate minEffect: FinalN's approximation solved for the effect
+// instead of n, in the harder direction (higher is better), so
+// Detectable(cv, FinalN(cv, m, …), m, …) ≤ 1.5·m. It is what a report
+// states when the budget cut the final below FinalN's n. NaN when cv ≤ 0,
+// n < 2 or alpha or power is outside (0, 1).
+func Detectable(cv float64, n int, minEffect, alpha, power float64, strata int) float64 {
+	if !(cv > 0 && n >= 2 && alpha > 0 && alpha < 1 && power > 0 && power < 1) {
+		return math.NaN()
+	}
+	margin := finalZ(alpha, power) * math.Sqrt(finalVar(cv, strata)/float64(n-1))
+	return (1+math.Max(minEffect, 0))*math.Exp(margin) - 1
+}
+
+// finalZ is the sum of the normal quantiles of the final's last look's
+// nominal level (two looks at n/2 and n) and of the power.
+func finalZ(alpha, power float64) float64 {
+	nominal := Spend(alpha, []float64{0.5, 1})[1]
+	return mstats.StdNormal.InvCDF(1-nominal) + mstats.StdNormal.InvCDF(power)
+}
+
+// finalVar is n times the variance of the stratified Hodges–Lehmann
+// estimate of a log-scale shift with n trials per arm and level.
+func finalVar(cv float64, strata int) float64 {
+	return (math.Pi / 3) * 2 * math.Log1p(cv*cv) / float64(max(strata, 1))
 }

@@ -83,6 +83,9 @@ func TestSequentialLook(t *testing.T) {
 			if lk.Outcome != tc.outcome || !strings.Contains(lk.Reason, tc.reason) {
 				t.Errorf("%v: %s; want %v, %q", lk.Outcome, lk.Reason, tc.outcome, tc.reason)
 			}
+			if want := Spent(0.05, float64(plan.Looks[tc.k])/16); lk.Spent != want {
+				t.Errorf("spent %g, want %g", lk.Spent, want)
+			}
 			if lk.Alpha != spend[tc.k] || lk.Common.Confidence != 1-2*spend[tc.k] || len(lk.Harm) != len(tc.strata) || lk.Index != tc.k {
 				t.Errorf("look %d: α %g, confidence %g, %d harm decisions", lk.Index, lk.Alpha, lk.Common.Confidence, len(lk.Harm))
 			}
@@ -120,4 +123,20 @@ func TestFinalN(t *testing.T) {
 		t.Error("FinalN of a bad argument is not 0")
 	}
 	t.Logf("FinalN at 80%% power, α 5%%: CV 10%% MinEffect 20%%: %d; CV 20%%: %d; MinEffect 10%%: %d", a, b, c)
+}
+
+// Detectable inverts FinalN: at FinalN's n the detectable effect is at
+// most 1.5× the gate, at fewer trials it is larger.
+func TestDetectable(t *testing.T) {
+	for _, m := range []float64{0.05, 0.10, 0.20} {
+		n := FinalN(0.10, m, 0.05, 0.8, 2)
+		d := Detectable(0.10, n, m, 0.05, 0.8, 2)
+		half := Detectable(0.10, n/2, m, 0.05, 0.8, 2)
+		if !(d > m && d <= 1.5*m+1e-9 && half > d) {
+			t.Errorf("m %g: FinalN %d detects %g, n/2 %g", m, n, d, half)
+		}
+	}
+	if !math.IsNaN(Detectable(0, 8, 0.1, 0.05, 0.8, 1)) {
+		t.Error("Detectable at no noise is not NaN")
+	}
 }
