@@ -159,18 +159,22 @@ func TestFinalFalseKeepRate(t *testing.T) {
 // TestFinalPowerRate: with the looks FinalN sizes for 80% power at 1.5×
 // the minimum effect, CV 10%, the final keeps such a candidate at least
 // 80% of the time (one-sided 95% lower bound), in both directions (FinalN
-// sizes for the harder one, higher is better).
+// sizes for the harder one, higher is better); and so at a 10% minimum
+// effect with CV 5%.
 func TestFinalPowerRate(t *testing.T) {
-	for _, dir := range []Direction{LowerIsBetter, HigherIsBetter} {
-		plan := ratePlan(t)
-		plan.Rule.Dir = dir
-		e := 1.5 * plan.Rule.MinEffect
-		r := finalSim{plan: plan, cv: 0.10, effect: []float64{e, e}, sims: rateSims(1000), seed: 47}.run(t)
-		lo := Proportion(r.keeps, r.sims, 0.90).Lo
-		t.Logf("%s, effect %s, CV 10%%, looks %v: kept %d of %d (%.4f, lower bound %.4f), decided early %d, %.1f trials per arm and level",
-			dir, pct(e), plan.Looks, r.keeps, r.sims, r.rate(), lo, r.early, float64(r.trials)/float64(r.sims))
-		if lo < 0.80 {
-			t.Errorf("%s: power %.4f at 1.5× the minimum effect (lower bound %.4f < 0.80)", dir, r.rate(), lo)
+	for _, tc := range []struct{ minEffect, cv float64 }{{0.20, 0.10}, {0.10, 0.05}} {
+		for _, dir := range []Direction{LowerIsBetter, HigherIsBetter} {
+			plan := ratePlan(t)
+			n := FinalN(tc.cv, tc.minEffect, 0.05, 0.80, 2)
+			plan.Rule.Dir, plan.Rule.MinEffect, plan.Harm, plan.Looks = dir, tc.minEffect, tc.minEffect, []int{n / 2, n}
+			e := 1.5 * plan.Rule.MinEffect
+			r := finalSim{plan: plan, cv: tc.cv, effect: []float64{e, e}, sims: rateSims(1000), seed: 47}.run(t)
+			lo := Proportion(r.keeps, r.sims, 0.90).Lo
+			t.Logf("%s, effect %s, CV %s, looks %v: kept %d of %d (%.4f, lower bound %.4f), decided early %d, %.1f trials per arm and level",
+				dir, pct(e), pct(tc.cv), plan.Looks, r.keeps, r.sims, r.rate(), lo, r.early, float64(r.trials)/float64(r.sims))
+			if lo < 0.80 {
+				t.Errorf("%s, min effect %s, CV %s: power %.4f at 1.5× the minimum effect (lower bound %.4f < 0.80)", dir, pct(tc.minEffect), pct(tc.cv), r.rate(), lo)
+			}
 		}
 	}
 }
