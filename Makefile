@@ -119,7 +119,7 @@ clean:
 # Every test that measures an error rate of refine's decisions: false
 # accepts, family-wise error, power, guard vetoes (docs/refine.md, "What the
 # rate tests catch").
-RATE_TESTS = ^(TestFalseAcceptRate|TestFamilyWiseError|TestPower|TestErrorRates|TestErrorRatesSet|TestGuardRates|TestRegressesCount|TestErrorsGuardFromNone)$$
+RATE_TESTS = ^(TestFalseAcceptRate|TestFamilyWiseError|TestPower|TestErrorRates|TestErrorRatesSet|TestGuardRates|TestRegressesCount|TestErrorsGuardFromNone|TestFinalFalseKeepRate|TestFinalPowerRate|TestFinalHarmRate|TestFinalGuardRate|TestFinalErrorsRate|TestSpendMonteCarlo|TestStratifiedCoverage)$$
 stats-rates:
 	$(GO) test -count=1 -run '$(RATE_TESTS)' -v ./refine ./refine/stats
 

@@ -58,10 +58,18 @@ type Decision struct {
 	// Reason is one benchstat-style line: metric, n per arm, medians with
 	// intervals, the relative shift with its interval, p, and why.
 	Reason string
-	// Change is what a guard check (Regresses) estimated, in Measure: the
-	// relative shift, or for a Count the change of the mean per trial.
+	// Change is what a guard check (Regresses, NonInferior) estimated, in
+	// Measure: the relative shift, or for a Count the change per trial.
 	Change  float64
 	Measure Measure
+	// Bound is what a non-inferiority check (NonInferior) bounded: the
+	// upper confidence bound of the loss, in Measure's unit (a relative
+	// shift, or a Count's change per trial), worse direction positive.
+	// LossLow is the same interval's lower bound: a loss shown (not just
+	// not excluded) beyond the tolerance has LossLow > Tolerance, the
+	// tolerance in the same unit (a Count's is per trial: the bound times
+	// the baseline's mean).
+	Bound, LossLow, Tolerance float64
 }
 
 // Accepted reports whether the candidate is kept.

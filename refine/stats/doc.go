@@ -5,6 +5,15 @@
 // candidates, and a simulator that measures the false-accept rate and the
 // power of the decision rule itself.
 //
+// The final — the one confirmatory comparison of a run — is a
+// group-sequential test (Sequential): the background levels are strata of
+// one test of a common effect (Stratified: stratified Hodges–Lehmann with
+// the exact or van Elteren null), its looks share α by the Lan–DeMets
+// Pocock-type spending function (Spend), and harm at every level and every
+// guard must be excluded, not merely unproven (NonInferior). Its rate tests
+// (TestFinal…Rate) simulate whole finals and are built to fail when one of
+// these parts is removed.
+//
 // The U test and the median intervals come from golang.org/x/perf/benchmath
 // (the engine of benchstat) and the distributions under it from
 // github.com/aclements/go-moremath; gonum supplies the moments and the Beta
