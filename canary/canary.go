@@ -419,6 +419,9 @@ func (l *loop) cycle(ctx context.Context, c int) (ledger.Cycle, error) {
 	var cand *profiles.Profile
 	var candSrc []byte
 	n := l.cfg.Refine.FinalN
+	if n == 0 {
+		n = refine.CheckN
+	}
 	var res *refine.Result
 	var refined *profiles.Profile // what refine started from; nil when it did not run
 	switch d, drill := l.cfg.Drills[c]; {

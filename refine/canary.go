@@ -38,21 +38,72 @@ type Check struct {
 	Trials    int
 }
 
+// CheckN is the guard check's first n per arm and level when
+// Config.FinalN does not set it; an inconclusive check is repeated with
+// twice, then four times as many (checkLooks).
+const CheckN = 8
+
+// checkLooks are the n of a candidate's successive checks: the first (its
+// FinalN or CheckN), doubled while within MaxN.
+func (c *Config) checkLooks() []int {
+	n := c.finalNOr(CheckN)
+	var ns []int
+	for ; n <= max(c.MaxN, c.finalNOr(CheckN)); n *= 2 {
+		ns = append(ns, n)
+	}
+	return ns
+}
+
+// checkAlpha is the level a check with n per arm is held to: the checks of
+// one candidate at n, 2n, 4n … share Alpha, spent by the Pocock-type rule
+// over their cumulative trials (stats.Spend), so that rechecking an
+// inconclusive candidate until it passes cannot pass a harmless one more
+// often than Alpha. The checks run on fresh trials each, so each spends
+// its increment (a union bound).
+func (c *Config) checkAlpha(n int) float64 {
+	ns := c.checkLooks()
+	total := 0
+	for _, x := range ns {
+		total += x
+	}
+	var t []float64
+	cum, k := 0, -1
+	for i, x := range ns {
+		cum += x
+		t = append(t, float64(cum)/float64(total))
+		if x == n && k < 0 {
+			k = i
+		}
+	}
+	if k < 0 {
+		return c.Alpha / float64(len(ns)+1) // an n outside the plan: a share no larger than the plan's smallest
+	}
+	if k == 0 {
+		return stats.Spent(c.Alpha, t[0])
+	}
+	return stats.Spent(c.Alpha, t[k]) - stats.Spent(c.Alpha, t[k-1])
+}
+
 // CheckCandidate is the canary's guard check: n fresh trials per arm and
 // background level of last (the last good profile, A; nil for stock CFS)
 // against cand (B), interleaved in ABBA blocks like every comparison of
-// refine, judged with refine's rule: the levels decided together
-// (stats.DecideRound, Holm) and every guard with stats.Regresses. id names
-// the comparison's trials in the ledger; it must be new there. Whatever it
-// applied is reverted before it returns.
+// refine, judged as refine's final is: one stratified test of the common
+// effect across levels (stats.Sequential, one look at this check's share
+// of α, checkAlpha), every level's loss and every guard's bounded (non-
+// inferiority). It passes when the candidate is better by the minimum
+// effect with no harm left possible; it fails when harm is shown (a level
+// or guard whose loss exceeds its tolerance at one-sided confidence 1 − α);
+// else it is inconclusive. id names the comparison's trials in the
+// ledger; it must be new there. Whatever it applied is reverted before it
+// returns.
 func CheckCandidate(ctx context.Context, cfg Config, last, cand *profiles.Profile, n int, id string, env Env) (*Check, error) {
 	env.Reference = last
 	e, err := newEngine(cfg, env)
 	if err != nil {
 		return nil, err
 	}
-	if n < 2 || n%2 != 0 {
-		return nil, fmt.Errorf("guard check n = %d: want an even number ≥ 2", n)
+	if n < minFinalN || n%2 != 0 {
+		return nil, fmt.Errorf("guard check n = %d: want an even number ≥ %d", n, minFinalN)
 	}
 	c := &e.cfg
 	defer e.revert()
@@ -69,43 +120,48 @@ func CheckCandidate(ctx context.Context, cfg Config, last, cand *profiles.Profil
 	}
 	e.stage, e.step = StageCanary, ref.Step.Param+" vs candidate "+arm.Hash
 	e.planned = e.trialsOf(n)
-	ps, err := e.compare(ctx, id, ref, arm, n)
+	xs, err := e.compareArms(ctx, id, []Arm{ref, arm}, n)
 	if err != nil {
 		return nil, err
 	}
-	var round []stats.Pair
+	alpha := c.checkAlpha(n)
+	rule := e.rule()
+	rule.Alpha = alpha
+	seq := stats.Sequential{Rule: rule, Harm: c.Harm, Looks: []int{n}}
+	var strata []stats.Pair
 	for _, bg := range c.Ladder {
-		round = append(round, stats.Pair{Base: values(ps[bg][0], c.Metric), Cand: values(ps[bg][1], c.Metric)})
+		strata = append(strata, stats.Pair{Base: values(xs[bg][0], c.Metric), Cand: values(xs[bg][1], c.Metric)})
 	}
-	sds := stats.DecideRound(round, e.rule())
+	rules, guards := e.guardData(xs, c.Ladder, 0, 1)
+	lk := seq.Look(0, strata, rules, guards)
 	chk := &Check{}
-	better, worse, guard := false, "", ""
+	var harm []string
 	for i, bg := range c.Ladder {
-		d := e.decision(StageCanary, arm, bg, ps[bg], sds[i])
-		d.Step = e.step
-		if g := guardFails(d.Guards); g != "" && guard == "" {
-			guard = fmt.Sprintf("guard %s at bg=%d", g, bg)
+		h := lk.Harm[i]
+		d := e.levelDecision(StageCanary, arm, bg, h.Comparison, harmVerdict(h), false)
+		d.Step, d.Reason = e.step, h.Reason
+		if shownWorse(h) {
+			harm = append(harm, fmt.Sprintf("%s at bg=%d: %s", c.Metric, bg, h.Reason))
 		}
-		switch sds[i].Verdict {
-		case stats.Worse:
-			if worse == "" {
-				worse = fmt.Sprintf("%s worse at bg=%d (%s, p=%.3g)", c.Metric, bg, d.Shift(), float64(d.P))
+		for g, gr := range rules {
+			gd := lk.Guards[g][i]
+			d.Guards = append(d.Guards, ledgerGuard(gr, gd))
+			if shownWorse(gd) {
+				harm = append(harm, fmt.Sprintf("guard %s at bg=%d: %s", gr.Metric, bg, gd.Reason))
 			}
-		case stats.Better:
-			better = true
 		}
 		chk.Decisions = append(chk.Decisions, d)
 	}
 	switch {
-	case guard != "" || worse != "":
+	case len(harm) > 0:
 		chk.State = Failed
-		chk.Reason = "rolled back: " + strings.Join(nonEmpty(guard, worse), "; ")
-	case better:
+		chk.Reason = "rolled back: " + strings.Join(harm, "; ")
+	case lk.Outcome == stats.Keep:
 		chk.State = Passed
-		chk.Reason = fmt.Sprintf("passed: better than %s again on fresh trials, no guard regresses", ref.Step.Param)
+		chk.Reason = fmt.Sprintf("passed: better than %s again on fresh trials (%s at one-sided α %.3g, this check's share), no harm left possible", ref.Step.Param, stats.FormatEffect(lk.Common.Effect), alpha)
 	default:
 		chk.State = Inconclusive
-		chk.Reason = fmt.Sprintf("inconclusive: neither better nor worse than %s at n=%d per arm, no guard regresses", ref.Step.Param, n)
+		chk.Reason = fmt.Sprintf("inconclusive at n=%d per arm: %s", n, lk.Reason)
 	}
 	for i := range chk.Decisions {
 		d := &chk.Decisions[i]
@@ -120,6 +176,12 @@ func CheckCandidate(ctx context.Context, cfg Config, last, cand *profiles.Profil
 		return chk, fmt.Errorf("revert: %w", err)
 	}
 	return chk, nil
+}
+
+// shownWorse says a non-inferiority check shows harm, not just fails to
+// exclude it: the loss's whole interval is beyond the tolerance.
+func shownWorse(d stats.Decision) bool {
+	return d.Verdict == stats.Worse && d.LossLow > d.Tolerance
 }
 
 func nonEmpty(ss ...string) []string {

@@ -50,7 +50,7 @@ func TestCheckCandidateStates(t *testing.T) {
 		reason    string
 	}{
 		{"better", by(0.7), one, Passed, "passed"},
-		{"worse primary", by(1.4), one, Failed, "p99_ms worse"},
+		{"worse primary", by(1.4), one, Failed, "p99_ms at bg=0"},
 		{"guard regresses", one, by(0.7), Failed, "guard throughput"},
 		{"no difference", one, one, Inconclusive, "inconclusive"},
 	} {
@@ -106,7 +106,7 @@ func TestRunAgainstReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	lastHash, _ := Hash(last)
-	if !res.Kept || !strings.Contains(res.Reference, lastHash) || len(res.Final) != 1 || !strings.Contains(res.Final[0].Step, "profile in force") {
+	if !res.Kept || !strings.Contains(res.Reference, lastHash) || len(res.Final) != 2 || res.Final[0].Look == nil || !strings.Contains(res.Final[0].Step, "profile in force") {
 		t.Fatalf("kept %v, reference %q, final %+v", res.Kept, res.Reference, res.Final)
 	}
 	l, err := ledger.Read(env.Ledger.Path())

@@ -28,17 +28,26 @@ type Config struct {
 	Alpha     float64 `json:"alpha"`
 	MinEffect float64 `json:"min_effect"` // relative, 0.05 = 5%
 
-	// Samples per arm and background level of each stage; even, since one
-	// ABBA block gives two of each arm.
-	CalibrationN int `json:"calibration_n"`
-	ScreenN      int `json:"screen_n"`
-	ConfirmN     int `json:"confirm_n"`
-	FinalN       int `json:"final_n"`
-	// ScreenP is the p-value below which a screened candidate is promising
-	// enough to confirm on fresh trials.
-	ScreenP float64 `json:"screen_p"`
-	// MaxN caps the n that calibration may raise ConfirmN and FinalN to
-	// when the noise is large; beyond it refine refuses.
+	// CalibrationN, when > 0, runs an A/A calibration first: that many
+	// trials per arm and level of the reference against itself, a
+	// measured false accept (never used to size n: the race's incumbent
+	// trials, which switch arms as every other trial does, measure the
+	// noise). 0 skips it. Even.
+	CalibrationN int `json:"calibration_n,omitempty"`
+	// RaceN is how many trials each candidate gets in the first rung of a
+	// round's race; every later rung gives Eta times more to a third as
+	// many candidates (successive halving, Eta = 3).
+	RaceN int `json:"race_n"`
+	Eta   int `json:"eta"`
+	// FinalN is n per arm and level of the final comparison at its last
+	// look; 0 sizes it from the noise the race measured (stats.FinalN,
+	// 80% power at twice MinEffect), within MaxN and the budget.
+	FinalN int `json:"final_n,omitempty"`
+	// Harm is the loss of the primary metric tolerated at any level: the
+	// final keeps a profile only if at every level the one-sided upper
+	// bound of its loss is within it (non-inferiority). 0: MinEffect.
+	Harm float64 `json:"harm,omitempty"`
+	// MaxN caps FinalN.
 	MaxN int `json:"max_n"`
 
 	MaxTrials int           `json:"max_trials"`
@@ -90,17 +99,15 @@ func (c *Config) Defaults() {
 			*p = v
 		}
 	}
-	set(&c.CalibrationN, 4)
-	set(&c.ScreenN, 4)
-	set(&c.ConfirmN, 8)
-	set(&c.FinalN, 8)
+	set(&c.RaceN, 1)
+	set(&c.Eta, 3)
 	set(&c.MaxN, 40)
 	set(&c.MaxRounds, 10)
 	if c.Alpha == 0 {
 		c.Alpha = 0.05
 	}
-	if c.ScreenP == 0 {
-		c.ScreenP = 0.25
+	if c.Harm == 0 {
+		c.Harm = c.MinEffect
 	}
 	if len(c.Ladder) == 0 {
 		c.Ladder = []int{0}
@@ -112,10 +119,16 @@ func (c *Config) Check() error {
 	for _, n := range []struct {
 		name string
 		v    int
-	}{{"calibration n", c.CalibrationN}, {"screen n", c.ScreenN}, {"confirm n", c.ConfirmN}, {"final n", c.FinalN}} {
-		if n.v < 2 || n.v%2 != 0 {
-			return fmt.Errorf("%s = %d: want an even number ≥ 2 (one ABBA block gives 2 samples per arm)", n.name, n.v)
+	}{{"calibration n", c.CalibrationN}, {"final n", c.FinalN}} {
+		if n.v < 0 || n.v%2 != 0 {
+			return fmt.Errorf("%s = %d: want an even number (one ABBA block gives 2 samples per arm), or 0", n.name, n.v)
 		}
+	}
+	if c.FinalN != 0 && c.FinalN < minFinalN {
+		return fmt.Errorf("final n = %d: want ≥ %d (fewer cannot bound a loss at every level), or 0 to size it from the noise", c.FinalN, minFinalN)
+	}
+	if c.RaceN < 1 || c.Eta < 2 {
+		return fmt.Errorf("race: %d trial(s) per candidate in the first rung, halving by %d: want ≥ 1 and ≥ 2", c.RaceN, c.Eta)
 	}
 	switch {
 	case c.Metric == "":
@@ -126,11 +139,10 @@ func (c *Config) Check() error {
 		return fmt.Errorf("alpha %v: want 0 < alpha < 0.5", c.Alpha)
 	case !(c.MinEffect >= 0 && c.MinEffect < 1):
 		return fmt.Errorf("min effect %v: want 0 ≤ min effect < 1 (a fraction: 0.05 is 5%%)", c.MinEffect)
+	case !(c.Harm > 0 && c.Harm < 1):
+		return fmt.Errorf("harm tolerance %v: want 0 < tolerance < 1 (a fraction; a tolerance of 0 cannot be shown by any finite n)", c.Harm)
 	case c.MaxTrials < 0 || c.MaxTime < 0:
 		return errors.New("budget: the maximum trials and time must be ≥ 0")
-	}
-	if p := stats.MinP(c.ScreenN, c.ScreenN); p >= c.ScreenP {
-		return fmt.Errorf("screen n = %d: its smallest p-value, %.3g, cannot reach the screen's %.2g; screen with n ≥ %d", c.ScreenN, p, c.ScreenP, screenNeed(c.ScreenP))
 	}
 	for _, g := range c.Guards {
 		if err := g.Dir.Check(); err != nil {
@@ -144,9 +156,9 @@ func (c *Config) Check() error {
 	}
 	// The least a run can do is calibrate and make the final comparison;
 	// a trial budget below that is refused before the first trial.
-	if cal, fin := c.trials(c.CalibrationN), c.finalTrials(); c.MaxTrials > 0 && cal+fin > c.MaxTrials {
-		return fmt.Errorf("%w: at most %d trials, but calibration (%d trials: %d per arm × %d background level(s)) and the final comparison (%d trials: %d per arm × %d) need at least %d; raise the maximum trials or lower the sample sizes",
-			ErrBudget, c.MaxTrials, cal, c.CalibrationN, len(c.Ladder), fin, c.FinalN, len(c.Ladder), cal+fin)
+	if cal, fin := c.trials(c.CalibrationN), c.finalTrials(c.finalNOr(minFinalN)); c.MaxTrials > 0 && cal+fin > c.MaxTrials {
+		return fmt.Errorf("%w: at most %d trials, but calibration (%d trials) and the final comparison (%d trials: %d per arm × %d background level(s)) need at least %d; raise the maximum trials",
+			ErrBudget, c.MaxTrials, cal, fin, c.finalNOr(minFinalN), len(c.Ladder), cal+fin)
 	}
 	return nil
 }
@@ -155,13 +167,25 @@ func (c *Config) Check() error {
 // arms at every background level.
 func (c *Config) trials(n int) int { return 2 * n * len(c.Ladder) }
 
-// finalTrials is the number of trials of the final comparison: two arms,
-// or three with the tier.
-func (c *Config) finalTrials() int {
+// finalTrials is the number of trials of a final comparison of n per arm
+// and level: two arms, or three with the tier.
+func (c *Config) finalTrials(n int) int {
 	if c.Tier {
-		return 3 * c.FinalN * len(c.Ladder)
+		return 3 * n * len(c.Ladder)
 	}
-	return c.trials(c.FinalN)
+	return c.trials(n)
+}
+
+// minFinalN is the least n per arm and level of a final: with fewer, no
+// level's loss can be bounded at α = 0.05 (stats.NonInferior).
+const minFinalN = 4
+
+// finalNOr is FinalN, or n when it is to be sized from the noise.
+func (c *Config) finalNOr(n int) int {
+	if c.FinalN > 0 {
+		return c.FinalN
+	}
+	return n
 }
 
 // Scheduler puts an arm's profile in force on the target.
@@ -211,7 +235,7 @@ type Env struct {
 	// Alternatives are whole profiles the first round races beside the
 	// one-step moves: the synthesized portfolio's other profiles (by risk).
 	// Each is a candidate of round 1 like any other: linted, dropped when
-	// it realises as the input does, screened and confirmed against it.
+	// it realises as the input does, raced against it.
 	Alternatives []Alternative
 	// Realise is the kernel state a profile puts the target in on the
 	// backend in force, as a key ("" when the backend cannot say): a
@@ -260,13 +284,4 @@ type Progress struct {
 	PerTrial time.Duration
 	Accepted int
 	Round    int
-}
-
-// screenNeed is the smallest even n whose Mann–Whitney test can reach p.
-func screenNeed(p float64) int {
-	n := 2
-	for stats.MinP(n, n) >= p {
-		n += 2
-	}
-	return n
 }

@@ -1,16 +1,18 @@
 // Package refine measures whether a workload profile helps and keeps only
-// what does: calibration (stock against stock) first, then one-parameter
-// hill climbing from the input profile, each candidate against the current
-// profile in randomised ABBA blocks, screened on a few pairs and confirmed
-// on fresh trials, accepted only when the Mann–Whitney test (refine/stats)
-// is significant after Holm's correction across the round, the shift's
-// interval clears the minimum effect and no guard metric regresses; then a
-// final stock-against-refined comparison on fresh trials decides whether
-// anything is written. Every trial and decision goes to the ledger first
-// (refine/ledger), so a run cut off at any point resumes where it stopped:
-// the plan is a deterministic function of the configuration, the seed and
-// the trial results, and a resumed run replays recorded trials instead of
-// running them again.
+// what does. Hill climbing from the input profile races each round's
+// candidates (the one-step moves, and in round 1 the synthesized
+// portfolio) against the incumbent by successive halving: a race ranks and
+// tests nothing. One confirmatory test ends the run: the reference (stock
+// CFS, or with the node's tier, tier only) against the refined profile on
+// fresh trials, group-sequential with α-spending across its looks, the
+// background levels strata of one stratified rank test of a common effect
+// whose interval must clear the minimum effect, and at every level the
+// loss of the primary metric and of every guard bounded within its
+// tolerance (non-inferiority). Every trial and decision goes to the ledger
+// first (refine/ledger), so a run cut off at any point resumes where it
+// stopped: the plan is a deterministic function of the configuration, the
+// seed and the trial results, and a resumed run replays recorded trials
+// instead of running them again.
 package refine
 
 import (
@@ -36,20 +38,20 @@ import (
 // Stages of a run, as the ledger names them.
 const (
 	StageCalibration = "calibration"
-	StageScreen      = "screen"
-	StageConfirm     = "confirm"
+	StageRace        = "race"
 	StageFinal       = "final"
 )
 
-// ErrNoisy is wrapped when calibration finds the benchmark too noisy for
-// the minimum effect within the n refine may use.
+// ErrNoisy is wrapped when the noise the race measured is too large for
+// the final to detect twice the minimum effect within the n the budget
+// and MaxN allow.
 var ErrNoisy = errors.New("benchmark too noisy")
 
 // ErrBudget is wrapped when the budget (Config.MaxTrials, Config.MaxTime)
-// cannot hold calibration and the final comparison: the run would measure
-// nothing worth keeping. Config.Check refuses a trial budget that is too
-// small before the first trial; a time budget is known to be too small
-// only once calibration has timed the trials.
+// cannot hold one raced round and the final comparison: the run would
+// measure nothing worth keeping. Config.Check refuses a trial budget that
+// is too small before the first trial; a time budget is known to be too
+// small once the first block of the race has timed the trials.
 var ErrBudget = errors.New("budget")
 
 // errBudget stops the hill climbing when the next stage would not fit.
@@ -75,9 +77,14 @@ type Result struct {
 	Accepted []Step
 	Stopped  string // why the hill climbing stopped
 	Trials   int
-	// ConfirmN and FinalN are the sample sizes used after calibration.
-	ConfirmN, FinalN int
-	Notes            []string
+	// Noise is the σ of one trial's log value the race measured
+	// (raceNoise; about the coefficient of variation), NaN before it
+	// measured any. FinalN is the final's n per arm and level, and
+	// Detectable the smallest effect it had 80% power for.
+	Noise      float64
+	FinalN     int
+	Detectable float64
+	Notes      []string
 }
 
 // Calibration is the A/A noise at one background level.
@@ -89,19 +96,20 @@ type Calibration struct {
 	Decision ledger.Decision    // stock vs stock
 }
 
-// Round is one round of hill climbing.
+// Round is one round of hill climbing: a race.
 type Round struct {
 	Index      int
 	Incumbent  string // hash
 	Candidates int
 	Rejected   []Rejected // lint refused
 	// Unchanged counts the candidates not run: their kernel state on the
-	// backend is the incumbent's or an earlier candidate's (Env.Realise).
+	// backend is the incumbent's, an earlier incumbent's or an earlier
+	// candidate's (Env.Realise).
 	Unchanged int
-	Decisions []ledger.Decision
+	Decisions []ledger.Decision // one per candidate: its standing
 	Accepted  *Step
-	// Partial is set when the budget let the round screen only some of
-	// its candidates: accepting nothing then is not convergence.
+	// Partial is set when the budget cut the race short: a winner that
+	// the step rule holds back then is not convergence.
 	Partial bool
 }
 
@@ -130,6 +138,9 @@ type engine struct {
 	begin   time.Time
 	res     *Result
 	noted   map[string]bool
+	// visited are the realised keys of the incumbents so far: a candidate
+	// that goes back to one is not raced again.
+	visited map[string]bool
 }
 
 // Run refines base: calibration, hill climbing, final comparison. It
@@ -221,6 +232,7 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 		return err
 	}
 	e.res.Reference = stock.Step.Param
+	e.res.Noise, e.res.Detectable = math.NaN(), math.NaN()
 	incumbent, err := NewArm(base, Step{Param: "input profile"})
 	if err != nil {
 		return err
@@ -235,35 +247,44 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 	if err != nil {
 		return err
 	}
-	perRound := (len(cands)+len(e.env.Alternatives))*e.trialsOf(c.ScreenN) + 2*e.trialsOf(c.ConfirmN)
-	cal, fin := e.trialsOf(c.CalibrationN), c.finalTrials()
-	e.planned = cal + perRound + fin
+	k := len(cands) + len(e.env.Alternatives)
+	rs := c.rungs(k)
+	finalN := c.finalNOr(8)
+	cal := e.trialsOf(c.CalibrationN)
+	e.planned = cal + raceTrials(rs) + c.finalTrials(finalN)
 	finalArms := stock.Step.Param + " vs refined"
 	if c.Tier {
 		finalArms = stock.Step.Param + " vs tier only vs tier + refined"
 		e.env.Log("arms: the tier (%s) is in force with every profile; steps are decided against tier only", "the node's BestEffort pods made an idle entity")
 	}
-	e.env.Log("plan: calibration %d trials (%s vs itself, %d per arm × %d background levels %v); each round screens ≤ %d candidates (%d lint-rejected) with %d per arm, confirms the promising on %d fresh per arm (≈ %d trials a round); final %s %d per arm (%d trials)",
-		cal, stock.Step.Param, c.CalibrationN, e.levels(), c.Ladder, len(cands), len(rej), c.ScreenN, c.ConfirmN, perRound, finalArms, c.FinalN, fin)
-	e.env.Log("budget: %s; at least %d trials (calibration + one round + final)", e.budgetString(), e.planned)
-
-	if err := e.calibrate(ctx, stock); err != nil {
-		return err
+	var rungText []string
+	for _, r := range rs {
+		rungText = append(rungText, fmt.Sprintf("%d×%d", r.alive, r.m))
 	}
-	e.env.Log("estimate: %s per trial → one round ≈ %s, final ≈ %s", e.perTrial().Round(time.Millisecond),
-		(time.Duration(perRound) * e.perTrial()).Round(time.Second), (time.Duration(fin) * e.perTrial()).Round(time.Second))
-
-	reserve := c.finalTrials()
-	if !e.fits(0, reserve) {
-		return fmt.Errorf("%w: the final comparison alone needs %d more trials (%d per arm and level) and the budget (%s) leaves room for fewer after %d trials of calibration; raise the budget or the minimum effect",
-			ErrBudget, reserve, c.FinalN, e.budgetString(), e.trials)
+	sized := "sized from the race's noise"
+	if c.FinalN > 0 {
+		sized = "set"
 	}
+	e.env.Log("plan: round 1 races ≤ %d candidates (%d lint-rejected) by successive halving, rungs %s (candidates×trials each, every block the incumbent before and after: %d trials); the final %s n per arm and level (%s; %d trials at n=%d), two looks; background levels %v",
+		k, len(rej), strings.Join(rungText, ", "), raceTrials(rs), finalArms, sized, c.finalTrials(finalN), finalN, c.Ladder)
+	e.env.Log("budget: %s; at least %d trials (one raced round and the final)", e.budgetString(), e.planned)
+
+	if c.CalibrationN > 0 {
+		if err := e.calibrate(ctx, stock); err != nil {
+			return err
+		}
+	}
+	e.visited = map[string]bool{}
 	for e.round = 1; e.round <= c.MaxRounds; e.round++ {
-		r, err := e.climb(ctx, incumbent, reserve)
+		r, err := e.climb(ctx, incumbent)
 		if r != nil {
 			e.res.Rounds = append(e.res.Rounds, r.Round)
 		}
 		if errors.Is(err, errBudget) {
+			if e.round == 1 {
+				return fmt.Errorf("%w: one raced round (%d trials) and the final (%d trials) need about %s at %s a trial; the budget is %s: raise it or the minimum effect",
+					ErrBudget, raceTrials(rs), c.finalTrials(e.finalN()), (time.Duration(raceTrials(rs)+c.finalTrials(e.finalN())) * e.perTrial()).Round(time.Second), e.perTrial().Round(time.Millisecond), e.budgetString())
+			}
 			e.res.Stopped = fmt.Sprintf("budget: round %d would not fit the budget (%s) with the final comparison", e.round, e.budgetString())
 			break
 		}
@@ -271,11 +292,14 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 			return err
 		}
 		if r.Accepted == nil && r.Partial {
-			e.res.Stopped = fmt.Sprintf("budget: round %d screened %d of %d candidates and accepted none", e.round, screened(r.Decisions, len(e.cfg.Ladder)), r.Candidates)
+			e.res.Stopped = fmt.Sprintf("budget: round %d's race was cut short and its leader not taken", e.round)
 			break
 		}
 		if r.Accepted == nil {
-			e.res.Stopped = fmt.Sprintf("converged: round %d accepted none of its %d candidates", e.round, r.Candidates)
+			e.res.Stopped = fmt.Sprintf("converged: round %d's winner (of %d candidates) did not gain enough to step", e.round, r.Candidates)
+			if r.Candidates == 0 {
+				e.res.Stopped = fmt.Sprintf("converged: round %d had no candidate that changes the kernel state", e.round)
+			}
 			break
 		}
 		e.res.Accepted = append(e.res.Accepted, *r.Accepted)
@@ -288,10 +312,30 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 	if e.res.Stopped == "" {
 		e.res.Stopped = fmt.Sprintf("reached the maximum of %d rounds", c.MaxRounds)
 	}
-	e.env.Log("hill climbing stopped: %s; %d step(s) accepted", e.res.Stopped, len(e.res.Accepted))
+	e.env.Log("hill climbing stopped: %s; %d step(s) taken", e.res.Stopped, len(e.res.Accepted))
 	e.res.Refined = incumbent.Profile
 	return e.final(ctx, stock, incumbent)
 }
+
+// finalN is the final's n per arm and level: Config.FinalN, or sized from
+// the noise measured so far for 80% power at twice the minimum effect
+// (stats.FinalN), at least minFinalN and at most MaxN; 8 before any noise
+// is measured.
+func (e *engine) finalN() int {
+	c := &e.cfg
+	if c.FinalN > 0 {
+		return c.FinalN
+	}
+	if math.IsNaN(e.res.Noise) || c.MinEffect == 0 {
+		return 8
+	}
+	n := stats.FinalN(e.res.Noise, c.MinEffect, c.Alpha, 0.8, len(c.Ladder))
+	n += n % 2
+	return min(max(n, minFinalN), c.MaxN)
+}
+
+// reserve is the trials the final needs as far as the run knows now.
+func (e *engine) reserve() int { return e.cfg.finalTrials(e.finalN()) }
 
 // budgetString says the budget in the engine's words (Config's fields);
 // the command that set them may name its flags.
@@ -307,17 +351,6 @@ func (e *engine) budgetString() string {
 		return fmt.Sprintf("no limit but convergence and the maximum of %d rounds", e.cfg.MaxRounds)
 	}
 	return strings.Join(parts, ", ")
-}
-
-// screened counts the candidates a round screened from its decisions.
-func screened(ds []ledger.Decision, levels int) int {
-	n := 0
-	for _, d := range ds {
-		if d.Stage == StageScreen {
-			n++
-		}
-	}
-	return n / max(levels, 1)
 }
 
 // fits says whether n more trials (plus reserve) fit the budget.
@@ -368,6 +401,9 @@ func (e *engine) referenceArm() (Arm, error) {
 	return a, nil
 }
 
+// calibrate is the A/A measurement, when asked for (Config.CalibrationN):
+// the reference against itself at every level, a decision that is a false
+// accept if it keeps anything. It describes the noise; it sizes nothing.
 func (e *engine) calibrate(ctx context.Context, stock Arm) error {
 	c := &e.cfg
 	e.stage, e.step = StageCalibration, stock.Step.Param+" vs itself"
@@ -375,8 +411,6 @@ func (e *engine) calibrate(ctx context.Context, stock Arm) error {
 	if err != nil {
 		return err
 	}
-	need := c.ConfirmN
-	worst, worstBg := 0.0, 0
 	for _, bg := range c.Ladder {
 		p := ps[bg]
 		all := append(slices.Clone(p[0]), p[1]...)
@@ -394,50 +428,9 @@ func (e *engine) calibrate(ctx context.Context, stock Arm) error {
 		}
 		cal.Decision = d
 		e.res.Calibration = append(e.res.Calibration, cal)
-		// The rank tests are robust to the odd outlier run, so their n is
-		// sized by the robust noise; the plain CV is shown beside it.
-		cv := cal.Noise[c.Metric]
-		shown := map[string]float64{c.Metric: cal.CV[c.Metric]}
-		for _, g := range c.Guards {
-			if v, ok := cal.CV[g.Metric]; ok {
-				shown[g.Metric] = v
-			}
-		}
-		e.env.Log("calibration bg=%d: %s noise %.1f%% (1.4826·MAD/median) over %d %s trials; CV %s", bg, c.Metric, 100*cv, len(all), stock.Step.Param, cvList(shown))
-		if cv > worst {
-			worst, worstBg = cv, bg
-		}
+		e.env.Log("calibration bg=%d: %s noise %.1f%% (1.4826·MAD/median) over %d %s trials", bg, c.Metric, 100*cal.Noise[c.Metric], len(all), stock.Step.Param)
 	}
-	if c.MinEffect > 0 && worst > c.MinEffect {
-		// n per arm for which the 95% interval of the relative shift is
-		// narrower than ±MinEffect, so that an effect of twice MinEffect
-		// clears it: half-width ≈ 1.96·CV·√(2/n)·√(π/3) (Mann–Whitney's
-		// efficiency against the t interval is 3/π).
-		n := int(math.Ceil(2 * 1.96 * 1.96 * math.Pi / 3 * (worst / c.MinEffect) * (worst / c.MinEffect)))
-		n += n % 2
-		if n > need {
-			if n > c.MaxN {
-				return fmt.Errorf("%w: %s varies %.1f%% between runs of %s (1.4826·MAD/median of %d trials at bg=%d) against the minimum effect %.1f%%: confirming would need about %d trials per arm, more than %d; lengthen the benchmark, quiet the machine or raise the minimum effect",
-					ErrNoisy, c.Metric, 100*worst, stock.Step.Param, 2*c.CalibrationN, worstBg, 100*c.MinEffect, n, c.MaxN)
-			}
-			if err := e.note("noise: %s %.1f%% (1.4826·MAD/median) at bg=%d is large against the minimum effect %.1f%%: confirm and final n raised from %d to %d per arm",
-				c.Metric, 100*worst, worstBg, 100*c.MinEffect, need, n); err != nil {
-				return err
-			}
-			c.ConfirmN = n
-			c.FinalN = max(c.FinalN, n)
-		}
-	}
-	e.res.ConfirmN, e.res.FinalN = c.ConfirmN, c.FinalN
 	return nil
-}
-
-func cvList(cv map[string]float64) string {
-	var parts []string
-	for _, m := range sortedKeys(cv) {
-		parts = append(parts, fmt.Sprintf("%s %.1f%%", m, 100*cv[m]))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // roundState is a round with the arms its candidates were.
@@ -446,10 +439,10 @@ type roundState struct {
 	arms []Arm
 }
 
-// climb runs one round from incumbent: screen the candidates the budget
-// holds, confirm the promising on fresh trials, decide the confirmed
-// together (Holm), accept the one that gained most without harm anywhere.
-func (e *engine) climb(ctx context.Context, inc Arm, reserve int) (*roundState, error) {
+// climb runs one round from incumbent: the candidates that change the
+// kernel state race against it, and the winner is the next incumbent if
+// the step rule takes it. The ledger gets one decision per candidate.
+func (e *engine) climb(ctx context.Context, inc Arm) (*roundState, error) {
 	c := &e.cfg
 	cands, rej, err := Candidates(inc.Profile, e.env.Lint)
 	if err != nil {
@@ -471,7 +464,7 @@ func (e *engine) climb(ctx context.Context, inc Arm, reserve int) (*roundState, 
 	}
 	r := &roundState{Round: Round{Index: e.round, Incumbent: inc.Hash, Candidates: len(cands), Rejected: rej, Unchanged: len(same)}, arms: cands}
 	if len(same) > 0 {
-		if err := e.note("round %d: %d candidate(s) leave the kernel state as %s does on this backend and are not run: %s", e.round, len(same), inc.Hash, strings.Join(same, "; ")); err != nil {
+		if err := e.note("round %d: %d candidate(s) leave the kernel state as an arm already measured does on this backend and are not run: %s", e.round, len(same), strings.Join(same, "; ")); err != nil {
 			return r, err
 		}
 	}
@@ -480,148 +473,63 @@ func (e *engine) climb(ctx context.Context, inc Arm, reserve int) (*roundState, 
 			return r, err
 		}
 	}
-	e.planned = e.trials + len(cands)*e.trialsOf(c.ScreenN) + 2*e.trialsOf(c.ConfirmN) + reserve
-	// Screen as many candidates as the budget holds, keeping room for one
-	// confirmation and the final comparison.
-	fit := 0
-	for fit < len(cands) && e.fits((fit+1)*e.trialsOf(c.ScreenN)+e.trialsOf(c.ConfirmN), reserve) {
-		fit++
-	}
-	if fit == 0 {
-		return r, errBudget
-	}
-	if fit < len(cands) {
-		r.Partial = true
-		e.planned = e.trials + fit*e.trialsOf(c.ScreenN) + e.trialsOf(c.ConfirmN) + reserve
-		if err := e.note("round %d: the budget (%s) holds %d of %d candidates; screening the first %d (treatment moves first)", e.round, e.budgetString(), fit, len(cands), fit); err != nil {
-			return r, err
-		}
-	}
-	rule := e.rule()
-	var promising []Arm
-	for i, a := range cands[:fit] {
-		e.stage, e.step = StageScreen, a.Step.String()
-		ps, err := e.compare(ctx, fmt.Sprintf("r%d/s%02d-%s", e.round, i, a.Hash), inc, a, c.ScreenN)
-		if err != nil {
-			return r, err
-		}
-		pass, worse := false, false
-		var ds []ledger.Decision
-		for _, bg := range c.Ladder {
-			sd := stats.Decide(values(ps[bg][0], c.Metric), values(ps[bg][1], c.Metric), rule)
-			d := e.decision(StageScreen, a, bg, ps[bg], sd)
-			if float64(d.P) < c.ScreenP && float64(d.Effect.Center)*float64(c.Dir) > 0 {
-				pass = true
-			}
-			worse = worse || sd.Verdict == stats.Worse
-			ds = append(ds, d)
-		}
-		pass = pass && !worse
-		for _, d := range ds {
-			if pass {
-				d.Reason = fmt.Sprintf("screen: promising (p < %.2f in the better direction), confirm on fresh trials; %s", c.ScreenP, d.Reason)
-			} else {
-				d.Reason = "screen: dropped; " + d.Reason
-			}
-			if err := e.record(&d); err != nil {
-				return r, err
-			}
-			r.Decisions = append(r.Decisions, d)
-		}
-		if pass {
-			promising = append(promising, a)
-		}
-	}
-	if len(promising) == 0 {
+	if len(cands) == 0 {
 		return r, nil
 	}
-	// Confirm on fresh trials, then decide every (candidate, level) of the
-	// round together: Holm across them (stats.DecideRound).
-	type hyp struct {
-		arm  int
-		bg   int
-		pair *pair
+	e.stage = StageRace
+	rr, err := e.race(ctx, inc, cands, e.reserve)
+	if err != nil {
+		return r, err
 	}
-	var hs []hyp
-	var confirmed []Arm
-	for i, a := range promising {
-		if !e.fits(e.trialsOf(c.ConfirmN), reserve) {
-			if err := e.note("round %d: %d promising candidate(s) left unconfirmed: the budget keeps %d trials for the final comparison", e.round, len(promising)-i, reserve); err != nil {
-				return r, err
-			}
-			break
-		}
-		e.stage, e.step = StageConfirm, a.Step.String()
-		ps, err := e.compare(ctx, fmt.Sprintf("r%d/c-%s", e.round, a.Hash), inc, a, c.ConfirmN)
-		if err != nil {
-			return r, err
-		}
-		for _, bg := range c.Ladder {
-			hs = append(hs, hyp{arm: len(confirmed), bg: bg, pair: ps[bg]})
-		}
-		confirmed = append(confirmed, a)
-	}
-	if len(hs) == 0 {
-		return r, nil
-	}
-	var round []stats.Pair
-	for _, h := range hs {
-		round = append(round, stats.Pair{Base: values(h.pair[0], c.Metric), Cand: values(h.pair[1], c.Metric)})
-	}
-	sds := stats.DecideRound(round, rule)
-	ds := make([]ledger.Decision, len(hs))
-	better := make([]bool, len(confirmed))
-	vetoed := make([]bool, len(confirmed))
-	gain := make([]float64, len(confirmed))
-	for k, h := range hs {
-		a := confirmed[h.arm]
-		ds[k] = e.decision(StageConfirm, a, h.bg, h.pair, sds[k])
-		ds[k].Mechanism = e.mechanism(a.Step, h.pair)
-		switch g := guardFails(ds[k].Guards); {
-		case sds[k].Verdict == stats.Worse:
-			vetoed[h.arm] = true
-			ds[k].Reason = "rejected: worse at this level; " + ds[k].Reason
-		case g != "":
-			vetoed[h.arm] = true
-			ds[k].Reason = "rejected: guard " + g + "; " + ds[k].Reason
-		case sds[k].Verdict == stats.Better:
-			better[h.arm] = true
-			gain[h.arm] = max(gain[h.arm], math.Abs(float64(ds[k].Effect.Center)))
+	r.Partial = rr.partial
+	if n := raceNoise(rr.incLogs); !math.IsNaN(n) && e.round == 1 {
+		// The first round's incumbent is what the final's noise is like:
+		// its trials switch arms as the final's do.
+		e.res.Noise = n
+		e.env.Log("noise: %s varies %.1f%% (σ of log values, 1.4826·MAD of the incumbent's before/after ratio per block / √2, %d blocks); the final needs n=%d per arm and level",
+			c.Metric, 100*n, len(rr.incLogs), e.finalN())
+		// Refused only when even the noise's lower 95% bound is too much:
+		// a few blocks measure it roughly (1.4826·MAD's relative standard
+		// error is about 1.17/√blocks).
+		low := n * max(0, 1-1.645*1.17/math.Sqrt(float64(len(rr.incLogs))))
+		if d := stats.Detectable(low, c.MaxN, c.MinEffect, c.Alpha, 0.8, len(c.Ladder)); c.FinalN == 0 && low > 0 && d > 2*c.MinEffect {
+			return r, fmt.Errorf("%w: %s varies %.1f%% between trials (σ of log values over %d blocks of the race) against the minimum effect %s: even the largest final (n=%d per arm and level) would detect only effects of %s or more; lengthen the benchmark, quiet the machine or raise the minimum effect",
+				ErrNoisy, c.Metric, 100*n, len(rr.incLogs), pctAbs(c.MinEffect), c.MaxN, pctAbs(d))
 		}
 	}
-	best := -1
-	for i := range confirmed {
-		if better[i] && !vetoed[i] && (best < 0 || gain[i] > gain[best]) {
-			best = i
-		}
-	}
-	for k, h := range hs {
-		d := &ds[k]
+	rungs := rr.winner.rung
+	w := rr.winner
+	ok, why := e.stepRule(w)
+	for _, x := range rr.racers {
+		var d ledger.Decision
 		switch {
-		case h.arm == best && sds[k].Verdict == stats.Better:
+		case x == w && ok:
+			d = e.raceDecision(x, rungs, "accepted", "ACCEPTED as the next incumbent: won the race, "+why)
 			d.Accepted = true
+			d.Mechanism = e.mechanism(x.arm.Step, &pair{x.base, x.trials})
 			if m := d.Mechanism; m != nil && !m.Moved {
 				m.Suspect = true
 				d.Reason = fmt.Sprintf("ACCEPTED, SUSPECT: group %q's %s did not move %s; %s", m.Group, m.Counter, m.Predicted, d.Reason)
-			} else {
-				d.Reason = "ACCEPTED; " + d.Reason
 			}
-		case h.arm == best:
-			d.Reason = "the step is accepted on another level; here: " + d.Reason
-		case better[h.arm] && !vetoed[h.arm] && sds[k].Verdict == stats.Better:
-			d.Reason = "not taken: another candidate of this round gained more; " + d.Reason
-		case vetoed[h.arm] && sds[k].Verdict == stats.Better:
-			d.Reason = "vetoed by another level; " + d.Reason
+		case x == w:
+			d = e.raceDecision(x, rungs, "unconfirmed", "won the race, not taken: "+why)
+		case x.rung == 0:
+			continue // never ran: the budget cut the race before it
+		default:
+			d = e.raceDecision(x, rungs, "dropped", fmt.Sprintf("dropped at rung %d: rank %d of %d", x.rung, x.rank, x.of))
 		}
-		if err := e.record(d); err != nil {
+		if err := e.record(&d); err != nil {
 			return r, err
 		}
-		r.Decisions = append(r.Decisions, *d)
+		r.Decisions = append(r.Decisions, d)
 	}
-	if best >= 0 {
-		s := confirmed[best].Step
+	if ok {
+		s := w.arm.Step
 		r.Accepted = &s
-		e.env.Log("round %d: accepted %s", e.round, s)
+		e.env.Log("round %d: step %s", e.round, s)
+		if key, err := e.realise(inc); err == nil {
+			e.visited[key] = true
+		}
 	}
 	return r, nil
 }
@@ -650,21 +558,19 @@ func (e *engine) alternatives() ([]Arm, []Rejected, error) {
 // measure an arm already measured. It returns what it kept and a line per
 // candidate dropped.
 func (e *engine) distinct(inc Arm, cands []Arm) ([]Arm, []string, error) {
-	if e.env.Realise == nil {
-		return cands, nil, nil
-	}
-	key, err := e.env.Realise(inc.Profile)
+	key, err := e.realise(inc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("realise the incumbent %s: %w", inc.Hash, err)
 	}
-	if key == "" {
-		return cands, nil, nil
+	seen := map[string]string{}
+	for k := range e.visited {
+		seen[k] = "an earlier incumbent"
 	}
-	seen := map[string]string{key: "the incumbent"}
+	seen[key] = "the incumbent"
 	var kept []Arm
 	var same []string
 	for _, a := range cands {
-		k, err := e.env.Realise(a.Profile)
+		k, err := e.realise(a)
 		if err != nil {
 			// Apply would refuse it too: lint did not see why.
 			same = append(same, fmt.Sprintf("%s (%s) cannot be applied: %v", a.Step, a.Hash, err))
@@ -680,6 +586,26 @@ func (e *engine) distinct(inc Arm, cands []Arm) ([]Arm, []string, error) {
 	return kept, same, nil
 }
 
+// realise is the arm's kernel state key (Env.Realise), with the tier
+// marked: the same profile with and without the tier are two states.
+// Where the backend cannot say, the profile's hash stands for its state.
+func (e *engine) realise(a Arm) (string, error) {
+	if e.env.Realise == nil {
+		return "profile " + a.Key(), nil
+	}
+	k, err := e.env.Realise(a.Profile)
+	if err != nil {
+		return "", err
+	}
+	if k == "" {
+		return "profile " + a.Key(), nil
+	}
+	if a.Tier {
+		k += TierSuffix
+	}
+	return k, nil
+}
+
 func (e *engine) rule() stats.Rule {
 	return stats.Rule{Metric: e.cfg.Metric, Alpha: e.cfg.Alpha, MinEffect: e.cfg.MinEffect, Dir: e.cfg.Dir}
 }
@@ -687,12 +613,31 @@ func (e *engine) rule() stats.Rule {
 func guardFails(gs []ledger.Guard) string {
 	for _, g := range gs {
 		if g.Regresses {
-			return fmt.Sprintf("%s moved %s (bound %s, p=%.3g)", g.Metric, g.Change(), guardBound(g), float64(g.P))
+			return fmt.Sprintf("%s moved %s, harm up to %s not excluded (tolerance %s)", g.Metric, g.Change(), g.WorstChange(), guardBound(g))
 		}
 	}
 	return ""
 }
 
+// looks are the final's cumulative n per arm and level at each look: two
+// looks, at half and at all of n, when half is still enough to bound a
+// loss; else one.
+func looks(n int) []int {
+	if h := n / 2; h >= minFinalN && h%2 == 0 {
+		return []int{h, n}
+	}
+	if h := n/2 + 1; h >= minFinalN && h%2 == 0 && h < n {
+		return []int{h, n}
+	}
+	return []int{n}
+}
+
+// final is the run's one confirmatory test: the reference (or tier only)
+// against the refined profile on fresh trials, group-sequential over
+// looks (stats.Sequential), the levels strata of one test of a common
+// effect, every level's and guard's loss bounded. With the tier the three
+// arms run side by side and the tier's and the product's effects against
+// stock are described.
 func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 	c := &e.cfg
 	if refined.Key() == stock.Key() {
@@ -701,93 +646,158 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 		e.res.Kept = false
 		return e.note("final: the refined profile is the reference (%s, %s): nothing new to compare or keep", stock.Step.Param, stock.Hash)
 	}
-	e.planned = e.trials + c.finalTrials()
+	n := e.finalN()
+	// What the budget holds, if it holds less than the noise asks for.
+	for n > minFinalN && !e.fits(c.finalTrials(n), 0) {
+		n -= 2
+	}
+	if !e.fits(c.finalTrials(n), 0) && e.trials > 0 {
+		return fmt.Errorf("%w: the final needs %d more trials (n=%d per arm and level) and the budget (%s) has room for fewer after %d trials", ErrBudget, c.finalTrials(n), n, e.budgetString(), e.trials)
+	}
+	e.res.FinalN = n
+	if !math.IsNaN(e.res.Noise) {
+		e.res.Detectable = stats.Detectable(e.res.Noise, n, c.MinEffect, c.Alpha, 0.8, len(c.Ladder))
+	}
+	if sized := e.finalN(); n < sized {
+		if err := e.note("final: n=%d per arm and level fits the budget, not the n=%d the noise asks for: the smallest effect it can detect (80%% power) is %s, not twice the minimum effect", n, sized, pctAbs(e.res.Detectable)); err != nil {
+			return err
+		}
+	}
+	seq := stats.Sequential{Rule: e.rule(), Harm: c.Harm, Looks: looks(n)}
+	if err := seq.Check(); err != nil {
+		return fmt.Errorf("final: %w", err)
+	}
+	e.planned = e.trials + c.finalTrials(n)
+	arms := []Arm{stock, refined}
 	base := stock
-	var ps map[int]*pair
+	e.stage, e.step = StageFinal, stock.Step.Param+" vs refined"
 	if c.Tier {
-		// The seeds' three arms side by side: the tier's effect and the
-		// product's (tier + profile against stock) are described; what
-		// decides is what the profile adds to the tier.
 		tier := Arm{Hash: StockHash, Step: Step{Param: "tier only"}, Tier: true}
-		base = tier
-		e.stage, e.step = StageFinal, stock.Step.Param+" vs tier only vs tier + refined"
-		xs, err := e.compareArms(ctx, "final3-"+refined.Hash, []Arm{stock, tier, refined}, c.FinalN)
+		arms, base = []Arm{stock, tier, refined}, tier
+		e.step = stock.Step.Param + " vs tier only vs tier + refined"
+	}
+	xs := map[int][][]sample{}
+	for _, bg := range c.Ladder {
+		xs[bg] = make([][]sample, len(arms))
+	}
+	b, r := len(arms)-2, len(arms)-1 // the decided sides: base and refined
+	prev := 0
+	var lk stats.Look
+	var rules []stats.GuardRule
+	var guards [][]stats.Pair
+	for k, nk := range seq.Looks {
+		more, err := e.compareArms(ctx, fmt.Sprintf("final%d-%s", k+1, refined.Hash), arms, nk-prev)
 		if err != nil {
 			return err
 		}
+		prev = nk
+		for bg, x := range more {
+			for side := range x {
+				xs[bg][side] = append(xs[bg][side], x[side]...)
+			}
+		}
+		var strata []stats.Pair
+		for _, bg := range c.Ladder {
+			strata = append(strata, stats.Pair{Base: values(xs[bg][b], c.Metric), Cand: values(xs[bg][r], c.Metric)})
+		}
+		rules, guards = e.guardData(xs, c.Ladder, b, r)
+		lk = seq.Look(k, strata, rules, guards)
+		d := e.lookDecision(lk, len(seq.Looks), refined, base)
+		if err := e.record(&d); err != nil {
+			return err
+		}
+		e.res.Final = append(e.res.Final, d)
+		if lk.Outcome != stats.Continue {
+			break
+		}
+	}
+	e.res.Kept = lk.Outcome == stats.Keep
+	// Per level, what the decision's non-inferiority checks found: they
+	// describe the ladder; the look above decided.
+	for i, bg := range c.Ladder {
+		h := lk.Harm[i]
+		d := e.levelDecision(StageFinal, refined, bg, h.Comparison, harmVerdict(h), e.res.Kept)
+		d.Reason = h.Reason
+		for g, gr := range rules {
+			d.Guards = append(d.Guards, ledgerGuard(gr, lk.Guards[g][i]))
+		}
+		d.Step = e.stepOfFinal(base)
+		if err := e.record(&d); err != nil {
+			return err
+		}
+		e.res.Final = append(e.res.Final, d)
+	}
+	if c.Tier {
+		// The seeds' three arms: the tier's effect and the product's (tier
+		// + profile) against stock, described, deciding nothing.
 		for _, arm := range []struct {
 			side int
 			a    Arm
-			what string
-		}{{1, tier, "what the tier does"}, {2, refined, "the product's result"}} {
-			e.step = arm.a.Step.Param + " vs " + stock.Step.Param
-			if arm.side == 2 {
-				e.step = "tier + refined vs " + stock.Step.Param
-			}
-			var round []stats.Pair
+			step string
+		}{{1, arms[1], "tier only vs " + stock.Step.Param}, {2, refined, "tier + refined vs " + stock.Step.Param}} {
 			for _, bg := range c.Ladder {
-				round = append(round, stats.Pair{Base: values(xs[bg][0], c.Metric), Cand: values(xs[bg][arm.side], c.Metric)})
-			}
-			sds := stats.DecideRound(round, e.rule())
-			for i, bg := range c.Ladder {
-				d := e.decision(StageFinal, arm.a, bg, &pair{xs[bg][0], xs[bg][arm.side]}, sds[i])
-				d.Step = e.step
-				d.Reason = fmt.Sprintf("described, not decided (%s); %s", arm.what, d.Reason)
+				cmp := stats.Compare(values(xs[bg][0], c.Metric), values(xs[bg][arm.side], c.Metric), 1-2*c.Alpha)
+				d := e.levelDecision(StageFinal, arm.a, bg, cmp, "described, not decided", false)
+				d.Step = arm.step
 				if err := e.record(&d); err != nil {
 					return err
 				}
 				e.res.Described = append(e.res.Described, d)
 			}
 		}
-		ps = map[int]*pair{}
-		for bg, x := range xs {
-			ps[bg] = &pair{x[1], x[2]}
-		}
-		e.step = "tier + refined vs tier only"
-	} else {
-		e.stage, e.step = StageFinal, stock.Step.Param+" vs refined"
-		var err error
-		if ps, err = e.compare(ctx, "final-"+refined.Hash, stock, refined, c.FinalN); err != nil {
-			return err
-		}
 	}
-	var round []stats.Pair
-	for _, bg := range c.Ladder {
-		round = append(round, stats.Pair{Base: values(ps[bg][0], c.Metric), Cand: values(ps[bg][1], c.Metric)})
-	}
-	sds := stats.DecideRound(round, e.rule())
-	var ds []ledger.Decision
-	kept, harm := false, false
-	for i, bg := range c.Ladder {
-		d := e.decision(StageFinal, refined, bg, ps[bg], sds[i])
-		d.Step = e.step
-		if sds[i].Verdict == stats.Worse || guardFails(d.Guards) != "" {
-			harm = true
-		}
-		if sds[i].Verdict == stats.Better {
-			kept = true
-		}
-		ds = append(ds, d)
-	}
-	kept = kept && !harm
-	for i := range ds {
-		d := &ds[i]
-		d.Accepted = kept
-		if kept {
-			d.Reason = "KEPT: the refined profile beats " + base.Step.Param + "; " + d.Reason
-		} else {
-			d.Reason = "NOT KEPT: the refined profile does not beat " + base.Step.Param + " without harm at some level; " + d.Reason
-		}
-		if g := guardFails(d.Guards); g != "" {
-			d.Reason = "guard " + g + "; " + d.Reason
-		}
-		if err := e.record(d); err != nil {
-			return err
-		}
-	}
-	e.res.Final = ds
-	e.res.Kept = kept
 	return nil
+}
+
+func (e *engine) stepOfFinal(base Arm) string {
+	if e.cfg.Tier {
+		return "tier + refined vs tier only"
+	}
+	return base.Step.Param + " vs refined"
+}
+
+// lookDecision records a look of the final: the common effect across the
+// levels and the outcome.
+func (e *engine) lookDecision(lk stats.Look, of int, refined, base Arm) ledger.Decision {
+	c := &e.cfg
+	cm := lk.Common
+	d := ledger.Decision{Stage: StageFinal, Step: e.stepOfFinal(base), Candidate: refined.Key(), Test: "stratified-rank-sum", Metric: c.Metric,
+		Bg: ledger.AllLevels, N: cm.N, Effect: iv(cm.Effect), P: ledger.Num(cm.P), Verdict: lk.Outcome.String(),
+		Base: ledger.Interval{Lo: ledger.Num(math.NaN()), Center: ledger.Num(math.NaN()), Hi: ledger.Num(math.NaN())},
+		Look: &ledger.Look{Index: lk.Index + 1, Of: of, Alpha: ledger.Num(lk.Alpha), Spent: ledger.Num(lk.Spent), Outcome: lk.Outcome.String(),
+			N: e.res.FinalN, Noise: ledger.Num(e.res.Noise), Detectable: ledger.Num(e.res.Detectable)},
+		Accepted: lk.Outcome == stats.Keep}
+	d.Cand = d.Base
+	switch lk.Outcome {
+	case stats.Keep:
+		d.Reason = "KEPT: " + strings.TrimPrefix(lk.Reason, "kept: ")
+	case stats.Drop:
+		d.Reason = "NOT KEPT: " + lk.Reason
+	default:
+		d.Reason = lk.Reason
+	}
+	d.Line = fmt.Sprintf("%-11s %s  look %d/%d  all levels  n=%d+%d  Δ %s (%s, one-sided %s)  p=%.3g",
+		StageFinal, d.Step, lk.Index+1, of, cm.N[0], cm.N[1], stats.FormatEffect(cm.Effect), pctConf(cm.Confidence), pctConf(1-lk.Alpha), cm.P)
+	return d
+}
+
+func pctConf(x float64) string { return strings.TrimSuffix(fmt.Sprintf("%.3g%%", 100*x), ".0%") }
+
+// harmVerdict is a level's non-inferiority check as the ledger's verdict.
+func harmVerdict(d stats.Decision) string {
+	switch d.Verdict {
+	case stats.TooFewSamples:
+		return "too few samples"
+	case stats.Worse:
+		return "harm not excluded"
+	}
+	return "harm excluded"
+}
+
+// ledgerGuard is a guard's non-inferiority check as the ledger holds it.
+func ledgerGuard(g stats.GuardRule, d stats.Decision) ledger.Guard {
+	return ledger.Guard{Metric: g.Metric, Bound: g.Bound, Regresses: d.Verdict != stats.NoDifference, P: ledger.Num(d.Comparison.P),
+		Effect: ledger.Num(d.Change), Worst: ledger.Num(d.Bound), Count: d.Measure == stats.Count}
 }
 
 // compare runs n samples per arm of a against b at every background level,
@@ -808,9 +818,11 @@ func (e *engine) compare(ctx context.Context, id string, a, b Arm, n int) (map[i
 // compareArms runs n samples of every arm at every background level, in
 // blocks that run each arm twice in an order and its mirror (ABBA for two
 // arms, ABCCBA for three: every arm's mean trial time is the block's
-// middle, so a drift within a block favours none), the blocks and their
-// orders drawn from the seed and id. It returns the samples by level and
-// arm.
+// middle, so a drift within a block favours none). The blocks' levels are
+// shuffled; at each level the blocks' orders go round the rotations of one
+// order drawn from the seed and id (ABBA then BAAB for two arms), so that
+// every arm leads equally often, not by chance. It returns the samples by
+// level and arm.
 func (e *engine) compareArms(ctx context.Context, id string, arms []Arm, n int) (map[int][][]sample, error) {
 	h := fnv.New64a()
 	h.Write([]byte(id))
@@ -827,16 +839,12 @@ func (e *engine) compareArms(ctx context.Context, id string, arms []Arm, n int) 
 		out[bg] = make([][]sample, len(arms))
 	}
 	k := 0
+	base := rng.Perm(len(arms))
+	nth := map[int]int{} // blocks so far at each level
 	for _, bg := range blocks {
-		var first []int
-		if len(arms) == 2 {
-			first = []int{0, 1}
-			if rng.IntN(2) == 1 {
-				first = []int{1, 0}
-			}
-		} else {
-			first = rng.Perm(len(arms))
-		}
+		rot := nth[bg] % len(arms)
+		nth[bg]++
+		first := append(slices.Clone(base[rot:]), base[:rot]...)
 		order := append(slices.Clone(first), first...)
 		slices.Reverse(order[len(first):])
 		for _, side := range order {
@@ -1035,31 +1043,56 @@ func sub(a, b uint64) uint64 {
 }
 
 // decision records a stats decision of arm B against arm A at one level,
-// with the guards checked on the same trials. The caller decides
-// acceptance.
+// with every guard's non-inferiority checked on the same trials. The
+// caller decides acceptance.
 func (e *engine) decision(stage string, cand Arm, bg int, p *pair, sd stats.Decision) ledger.Decision {
 	c := &e.cfg
-	cmp := sd.Comparison
+	d := e.levelDecision(stage, cand, bg, sd.Comparison, sd.Verdict.String(), false)
+	d.Reason = strings.TrimPrefix(sd.Reason, stats.Line(c.Metric, sd.Comparison)+"  ")
+	xs := map[int][][]sample{bg: {p[0], p[1]}}
+	rules, data := e.guardData(xs, []int{bg}, 0, 1)
+	for g, gr := range rules {
+		_, gd := stats.NonInferior(data[g][0].Base, data[g][0].Cand, gr.Dir, gr.Measure, gr.Bound, c.Alpha)
+		d.Guards = append(d.Guards, ledgerGuard(gr, gd))
+	}
+	return d
+}
+
+// levelDecision is the ledger's record of one level's comparison.
+func (e *engine) levelDecision(stage string, cand Arm, bg int, cmp stats.Comparison, verdict string, accepted bool) ledger.Decision {
+	c := &e.cfg
 	d := ledger.Decision{Stage: stage, Round: e.round, Step: cand.Step.String(), Group: cand.Step.Group, Candidate: cand.Key(), Test: "mann-whitney-u", Metric: c.Metric, Bg: bg,
 		N: [2]int{cmp.NBase, cmp.NCand}, Base: iv(cmp.Base), Cand: iv(cmp.Cand), Effect: iv(cmp.Rel), P: ledger.Num(cmp.P),
-		Verdict: sd.Verdict.String()}
-	line := stats.Line(c.Metric, cmp)
-	d.Reason = strings.TrimPrefix(sd.Reason, line+"  ")
-	for _, g := range c.Guards {
-		gb, gc := values(p[0], g.Metric), values(p[1], g.Metric)
-		if len(gb) < len(p[0]) || len(gc) < len(p[1]) {
+		Verdict: verdict, Accepted: accepted, Reason: verdict}
+	d.Line = fmt.Sprintf("%-11s %s  bg=%d  %s", stage, d.Step, bg, stats.Line(c.Metric, cmp))
+	return d
+}
+
+// guardData are the guards with their samples by level (side b against
+// side r): the guards the benchmark reported in every trial; the others
+// are noted once and not checked.
+func (e *engine) guardData(xs map[int][][]sample, levels []int, b, r int) ([]stats.GuardRule, [][]stats.Pair) {
+	var rules []stats.GuardRule
+	var data [][]stats.Pair
+	for _, g := range e.cfg.Guards {
+		var ps []stats.Pair
+		complete := true
+		for _, bg := range levels {
+			gb, gc := values(xs[bg][b], g.Metric), values(xs[bg][r], g.Metric)
+			complete = complete && len(gb) == len(xs[bg][b]) && len(gc) == len(xs[bg][r])
+			ps = append(ps, stats.Pair{Base: gb, Cand: gc})
+		}
+		if !complete {
 			if !e.noted[g.Metric] {
 				e.noted[g.Metric] = true
 				e.note("guard %s: the benchmark does not report it in every trial; not checked", g.Metric)
 			}
 			continue
 		}
-		reg, gd := stats.Regresses(gb, gc, g.Dir, g.Measure(), g.Bound, c.Alpha)
-		d.Guards = append(d.Guards, ledger.Guard{Metric: g.Metric, Bound: g.Bound, Regresses: reg, P: ledger.Num(gd.Comparison.P),
-			Effect: ledger.Num(gd.Change), Count: gd.Measure == stats.Count})
+		rules = append(rules, stats.GuardRule{Metric: g.Metric, Dir: g.Dir, Measure: g.Measure(), Bound: g.Bound})
+		data = append(data, ps)
 	}
-	d.Line = fmt.Sprintf("%-11s %s  bg=%d  %s", stage, d.Step, bg, line)
-	return d
+	return rules, data
 }
 
 func iv(i stats.Interval) ledger.Interval {

@@ -290,7 +290,7 @@ func TestPlantedEffectFound(t *testing.T) {
 		t.Error("a profile is still in force after Run")
 	}
 	p := WithEvidence(res, "ledger.jsonl", time.Now())
-	if len(p.Traits.Refined) != 1 || !strings.Contains(p.Traits.Refined[0], "p99_ms at bg=0") {
+	if len(p.Traits.Refined) != 1 || !strings.Contains(p.Traits.Refined[0], "p99_ms at every level") {
 		t.Errorf("traits.refined %q", p.Traits.Refined)
 	}
 	if fs := testLint(p); profiles.HasErrors(fs) {
@@ -308,8 +308,8 @@ func TestPlantedEffectFound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Arms) != 3 || len(rep.Ladder) != 1 || rep.Ladder[0].Delta == nil || !rep.Kept || len(rep.Calibration) != 1 {
-		t.Errorf("report: %d arms, ladder %+v, kept %v, %d calibrations", len(rep.Arms), rep.Ladder, rep.Kept, len(rep.Calibration))
+	if len(rep.Arms) != 3 || len(rep.Ladder) != 1 || rep.Ladder[0].Delta == nil || !rep.Kept || len(rep.Calibration) != 0 || len(rep.Races) == 0 || len(rep.Looks) == 0 || len(rep.Rates) != 3 {
+		t.Errorf("report: %d arms, ladder %+v, kept %v, %d calibrations, %d races, %d looks, %d rates", len(rep.Arms), rep.Ladder, rep.Kept, len(rep.Calibration), len(rep.Races), len(rep.Looks), len(rep.Rates))
 	} else if lv := rep.Ladder[0]; lv.Cells[0].N != lv.Delta.NBase || lv.Cells[2].N != lv.Delta.NCand {
 		// The cells of the arms in the final comparison hold its trials, as Δ does.
 		t.Errorf("ladder cells n = %d (stock), %d (refined); final comparison n = %d, %d", lv.Cells[0].N, lv.Cells[2].N, lv.Delta.NBase, lv.Delta.NCand)
@@ -326,8 +326,8 @@ func TestPlantedEffectFound(t *testing.T) {
 
 // TestErrorsGuardFromNone: the planted step is 20% faster but makes ~4
 // errors per trial where stock makes none; the errors:0% guard (a count:
-// absolute rates) must veto it, so no step is accepted, and the ledger
-// and report print the change as "+4", never NaN.
+// absolute rates) must veto it in the final, so nothing is kept, and the
+// ledger and report print the change as "+4", never NaN.
 func TestErrorsGuardFromNone(t *testing.T) {
 	sched := &fakeScheduler{}
 	fast := noisyBench(sched, 1, 0.05, func(p *profiles.Profile) float64 {
@@ -357,8 +357,8 @@ func TestErrorsGuardFromNone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if latencyWorkers(res.Refined) {
-		t.Fatalf("the step that makes errors was kept: accepted %v", res.Accepted)
+	if res.Kept {
+		t.Fatalf("the profile that makes errors was kept: accepted %v", res.Accepted)
 	}
 	l, err := ledger.Read(env.Ledger.Path())
 	if err != nil {
@@ -367,16 +367,19 @@ func TestErrorsGuardFromNone(t *testing.T) {
 	vetoed := false
 	for _, d := range l.Decisions {
 		for _, gd := range d.Guards {
-			if gd.Metric == "errors" && gd.Regresses && d.Stage == StageConfirm {
+			if gd.Metric == "errors" && gd.Regresses && d.Stage == StageFinal {
 				vetoed = true
-				if !gd.Count || float64(gd.Effect) < 3 || !strings.Contains(d.Reason, "guard errors moved +") || strings.Contains(d.Reason, "NaN") {
-					t.Errorf("errors guard recorded as %+v, reason %q", gd, d.Reason)
+				if !gd.Count || float64(gd.Effect) < 3 || gd.Change()[0] != '+' || strings.Contains(gd.WorstChange(), "NaN") {
+					t.Errorf("errors guard recorded as %+v (%s, %s)", gd, gd.Change(), gd.WorstChange())
 				}
 			}
 		}
+		if d.Look != nil && (d.Accepted || !strings.Contains(d.Reason, "errors")) {
+			t.Errorf("final look %d: accepted %v, reason %q: want not kept for the errors guard", d.Look.Index, d.Accepted, d.Reason)
+		}
 	}
 	if !vetoed {
-		t.Error("no confirmation records the errors guard regressing")
+		t.Error("no level of the final records the errors guard vetoing")
 	}
 	cfg.Defaults()
 	l.Header.Config, _ = json.Marshal(cfg)
@@ -387,10 +390,10 @@ func TestErrorsGuardFromNone(t *testing.T) {
 	if got := strings.Join(rep.Guards, ", "); got != "throughput:-5%, errors:+0" {
 		t.Errorf("report guards %q", got)
 	}
-	for _, s := range rep.Steps {
-		for _, line := range s.Guards {
-			if strings.Contains(line, "NaN") || strings.HasPrefix(line, "guard ") {
-				t.Errorf("report guard line %q", line)
+	for _, lv := range rep.Ladder {
+		for _, g := range lv.Guards {
+			if g.Metric == "errors" && (!g.Vetoed || g.Change[0] != '+' || strings.Contains(g.Change+g.Worst, "NaN")) {
+				t.Errorf("report guard %+v", g)
 			}
 		}
 	}
@@ -495,19 +498,32 @@ func TestReplayIsExact(t *testing.T) {
 	}
 }
 
-// TestBudget: with a trial budget too small for a whole round, refine
-// screens what fits, keeps the final comparison and says why it stopped.
+// TestBudget: with a trial budget too small for a whole race, refine cuts
+// its rungs to what fits, keeps the final comparison and says why it
+// stopped.
 func TestBudget(t *testing.T) {
 	sched := &fakeScheduler{}
 	cfg := testConfig(2)
 	cfg.MaxTrials = 60
-	res, err := Run(context.Background(), cfg, testProfile(), testEnv(t, sched, noisyBench(sched, 2, 0.05, nil)))
+	res, err := Run(context.Background(), cfg, testProfile(), testEnv(t, sched, noisyBench(sched, 2, 0.05, func(p *profiles.Profile) float64 {
+		if latencyWorkers(p) {
+			return 0.7
+		}
+		return 1
+	})))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Trials > 60 || !strings.HasPrefix(res.Stopped, "budget") || len(res.Final) != 1 {
-		t.Errorf("%d trials, stopped %q, %d final decisions", res.Trials, res.Stopped, len(res.Final))
+	looks := 0
+	for _, d := range res.Final {
+		if d.Look != nil {
+			looks++
+		}
 	}
+	if res.Trials > 60 || looks == 0 || len(res.Rounds) == 0 {
+		t.Errorf("%d trials (budget 60), stopped %q, %d rounds, %d final looks", res.Trials, res.Stopped, len(res.Rounds), looks)
+	}
+	t.Logf("%d trials, stopped %q, final n %d, kept %v", res.Trials, res.Stopped, res.FinalN, res.Kept)
 }
 
 // TestBudgetRefusedAtOnce: a trial budget below calibration plus the final
@@ -522,7 +538,7 @@ func TestBudgetRefusedAtOnce(t *testing.T) {
 		return nil, errors.New("no trial should run")
 	}
 	_, err := Run(context.Background(), cfg, testProfile(), testEnv(t, sched, bench))
-	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "at most 4 trials") || !strings.Contains(err.Error(), "need at least 24") {
+	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "at most 4 trials") || !strings.Contains(err.Error(), "need at least 8") {
 		t.Errorf("err %v; want ErrBudget with the numbers", err)
 	}
 	if ran != 0 || sched.applies != 0 {
@@ -530,12 +546,15 @@ func TestBudgetRefusedAtOnce(t *testing.T) {
 	}
 }
 
-// TestNoisyRefuses: calibration that finds the noise far above the minimum
-// effect refuses with the numbers.
+// TestNoisyRefuses: a race that finds the noise far above the minimum
+// effect, beyond what the largest final could resolve, refuses with the
+// numbers.
 func TestNoisyRefuses(t *testing.T) {
 	sched := &fakeScheduler{}
-	_, err := Run(context.Background(), testConfig(4), testProfile(), testEnv(t, sched, noisyBench(sched, 4, 0.6, nil)))
-	if !errors.Is(err, ErrNoisy) || !strings.Contains(err.Error(), "minimum effect 5.0%") {
+	cfg := testConfig(4)
+	cfg.RaceN = 4 // enough blocks to bound the noise from below
+	_, err := Run(context.Background(), cfg, testProfile(), testEnv(t, sched, noisyBench(sched, 4, 0.6, nil)))
+	if !errors.Is(err, ErrNoisy) || !strings.Contains(err.Error(), "minimum effect 5%") {
 		t.Fatalf("err %v", err)
 	}
 }
@@ -595,6 +614,9 @@ func TestTierArms(t *testing.T) {
 			t.Errorf("bg=%d: the profile's effect over tier only %.2f, want ≈ −0.30", d.Bg, c)
 		}
 	}
+	if last := res.Final[len(res.Final)-1]; last.Look != nil {
+		t.Errorf("the final's last record is a look; want the levels' checks after it")
+	}
 	if len(res.Described) != 2*len(cfg.Ladder) {
 		t.Fatalf("%d described contrasts, want %d", len(res.Described), 2*len(cfg.Ladder))
 	}
@@ -607,14 +629,14 @@ func TestTierArms(t *testing.T) {
 			t.Errorf("%s bg=%d: effect %.2f accepted %v, want ≈ %.2f, never accepted", d.Step, d.Bg, c, d.Accepted, want)
 		}
 	}
-	// Every screen and confirm trial ran with the tier.
+	// Every race trial ran with the tier.
 	l, err := ledger.Read(env.Ledger.Path())
 	if err != nil {
 		t.Fatal(err)
 	}
 	arms := map[string]int{}
 	for _, s := range l.Starts {
-		if s.Stage == StageScreen || s.Stage == StageConfirm {
+		if s.Stage == StageRace {
 			if !strings.HasSuffix(s.Candidate, TierSuffix) {
 				t.Errorf("trial %s (%s) ran without the tier", s.Trial, s.Stage)
 			}
@@ -623,7 +645,7 @@ func TestTierArms(t *testing.T) {
 			arms[s.Arm]++
 		}
 	}
-	if n := res.FinalN * len(cfg.Ladder); arms["A"] != n || arms["B"] != n || arms["C"] != n {
+	if n := arms["A"]; n < minFinalN*len(cfg.Ladder) || arms["B"] != n || arms["C"] != n {
 		t.Errorf("final arms %v, want %d trials each of A (stock), B (tier), C (tier + refined)", arms, n)
 	}
 	rep, err := ReportOf(l, ReportInfo{})
@@ -638,7 +660,7 @@ func TestTierArms(t *testing.T) {
 		t.Errorf("report arms %q (tier %v, Δ against %d)", got, rep.Tier, rep.DeltaBase)
 	}
 	for _, lv := range rep.Ladder {
-		if lv.Delta == nil || lv.Product == nil || lv.Cells[1].N == 0 {
+		if lv.Delta == nil || lv.Product == nil || lv.Cells[1].N == 0 || lv.Delta.Harm == "" {
 			t.Errorf("bg=%d: Δ %v, product %v, tier-only cell n=%d: want all three arms", lv.Bg, lv.Delta, lv.Product, lv.Cells[1].N)
 		}
 	}

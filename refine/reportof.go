@@ -3,6 +3,7 @@ package refine
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
 	"temper.codes/temper-train/refine/ledger"
@@ -78,7 +79,7 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 	finalArm := map[key][]map[string]float64{}
 	seen := map[string]bool{}
 	inputHash := ""
-	refHash := StockHash
+	refHash := ""
 	for _, s := range l.Starts {
 		e, ok := done[s.Trial]
 		if !ok || seen[s.Trial] {
@@ -87,26 +88,39 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 		seen[s.Trial] = true
 		r.Trials++
 		byArm[key{s.Candidate, s.Bg}] = append(byArm[key{s.Candidate, s.Bg}], e.Metrics)
-		if s.Stage == StageCalibration && refHash == StockHash {
-			refHash = s.Candidate // the canary's profile in force, or stock
+		switch s.Stage {
+		case StageCalibration, StageFinal:
+			if refHash == "" && s.Arm == "A" {
+				refHash = s.Candidate // the canary's profile in force, or stock
+			}
+		case StageRace:
+			if inputHash == "" && s.Arm == "A" {
+				inputHash = s.Candidate
+			}
 		}
 		if s.Stage == StageFinal {
 			finalArm[key{s.Candidate, s.Bg}] = append(finalArm[key{s.Candidate, s.Bg}], e.Metrics)
 		}
-		if inputHash == "" && s.Stage == StageScreen && s.Arm == "A" {
-			inputHash = s.Candidate
-		}
+	}
+	if refHash == "" {
+		refHash = StockHash
 	}
 	tierKey := StockHash + TierSuffix
 	refinedHash := ""
+	r.Noise = math.NaN()
 	for _, d := range l.Decisions {
-		if d.Stage == StageFinal {
-			if d.Candidate == tierKey {
-				r.Tier = true
-			}
-			refinedHash = d.Candidate // the decision is recorded last
+		if d.Stage != StageFinal {
+			continue
+		}
+		if d.Candidate == tierKey {
+			r.Tier = true
+		}
+		if lk := d.Look; lk != nil {
+			refinedHash = d.Candidate
 			r.Kept = d.Accepted
-			r.Final = append(r.Final, d.Line+"  → "+d.Reason)
+			r.Noise, r.FinalN, r.Detectable = float64(lk.Noise), lk.N, float64(lk.Detectable)
+			r.Looks = append(r.Looks, report.Look{Index: lk.Index, Of: lk.Of, Alpha: float64(lk.Alpha), Spent: float64(lk.Spent), N: d.N,
+				Effect: d.Effect.Stats(), Confidence: 1 - 2*float64(lk.Alpha), P: float64(d.P), Outcome: lk.Outcome, Reason: d.Reason})
 		}
 	}
 	if inputHash == "" {
@@ -162,22 +176,32 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 			lv.Cells = append(lv.Cells, report.NewCell(conf, vals))
 		}
 		for _, d := range l.Decisions {
-			if d.Stage != StageFinal || d.Bg != bg {
+			if d.Stage != StageFinal || d.Bg != bg || d.Look != nil {
 				continue
 			}
-			delta := &report.Delta{NBase: d.N[0], NCand: d.N[1], Effect: d.Effect.Stats(), P: float64(d.P), Verdict: d.Verdict}
-			switch {
-			case r.Tier && d.Candidate == tierKey:
-			case r.Tier && !strings.HasSuffix(d.Step, "vs tier only"):
-				lv.Product = delta
-			default:
-				lv.Delta = delta
+			delta := &report.Delta{NBase: d.N[0], NCand: d.N[1], Effect: d.Effect.Stats(), P: float64(d.P)}
+			if strings.HasSuffix(d.Step, " vs "+r.Arms[0].Name) || strings.HasPrefix(d.Step, "tier only vs") {
+				if r.Tier && strings.HasPrefix(d.Step, "tier + refined") {
+					lv.Product = delta
+				}
+				continue
+			}
+			// The decided contrast: its harm check, with the loss's
+			// upper bound read from the interval the check used.
+			delta.Harm, delta.Tolerance = d.Verdict, cfg.Harm
+			delta.Worst = -float64(d.Effect.Lo) // a loss of a metric higher is better
+			if cfg.Dir == stats.LowerIsBetter {
+				delta.Worst = float64(d.Effect.Hi)
+			}
+			lv.Delta = delta
+			for _, g := range d.Guards {
+				lv.Guards = append(lv.Guards, report.GuardCheck{Metric: g.Metric, Change: g.Change(), Worst: g.WorstChange(), Tolerance: guardBound(g), Vetoed: g.Regresses})
 			}
 		}
 		r.Ladder = append(r.Ladder, lv)
 	}
-
-	worstCV := 0.0
+	races := map[int]*report.Race{}
+	var order []int
 	for _, d := range l.Decisions {
 		switch d.Stage {
 		case StageCalibration:
@@ -192,33 +216,39 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 				c.CV[k] = stats.CV(v)
 				c.N = max(c.N, len(v))
 			}
-			worstCV = max(worstCV, c.CV[cfg.Metric])
 			r.Calibration = append(r.Calibration, c)
-		case StageScreen, StageConfirm:
-			s := report.Step{Round: d.Round, Stage: d.Stage, Name: d.Step, Group: d.Group, Bg: d.Bg, Base: d.Base.Stats(), Cand: d.Cand.Stats(),
-				Accepted: d.Accepted, Verdict: d.Verdict, Line: d.Line + "  → " + d.Reason}
-			for _, g := range d.Guards {
-				s.Guards = append(s.Guards, fmt.Sprintf("%s: %s (bound %s), p=%.3g, regresses %v", g.Metric, g.Change(), guardBound(g), float64(g.P), g.Regresses))
+		case StageRace:
+			rc := races[d.Round]
+			if rc == nil {
+				rc = &report.Race{Round: d.Round}
+				races[d.Round] = rc
+				order = append(order, d.Round)
 			}
+			x := d.Race
+			if x == nil {
+				continue
+			}
+			rc.Candidates++
+			rc.Rungs = max(rc.Rungs, x.Rungs)
+			en := report.RaceEntry{Name: d.Step, Group: d.Group, Trials: x.Trials, Shift: float64(d.Effect.Center), Gain: float64(x.Gain), GainSE: float64(x.GainSE),
+				Rung: x.Rung, Rank: x.Rank, Of: x.Of, Verdict: d.Verdict}
 			if m := d.Mechanism; m != nil {
-				s.Mechanism = mechanismText(m)
-				s.Suspect = m.Suspect
+				en.Mechanism = mechanismText(m)
+				en.Suspect = m.Suspect
 			}
-			r.Steps = append(r.Steps, s)
+			if d.Verdict != report.Dropped {
+				rc.Stopped = d.Reason
+			}
+			rc.Entries = append(rc.Entries, en)
 		}
 	}
-	// The decision rule's error rates at the noise this run measured and
-	// the n it used, by simulation (stats.Simulate).
-	if worstCV > 0 {
-		k := 0
-		for _, d := range l.Decisions {
-			if d.Stage == StageScreen && d.Round == 1 {
-				k++
-			}
-		}
-		k = max(1, k/max(1, len(cfg.Ladder)))
-		r.Rates = stats.ErrorRates(stats.Sim{Rule: r.Rule, K: k, Screen: cfg.ScreenN, ScreenP: cfg.ScreenP, Confirm: confirmN(l, cfg),
-			CV: worstCV, Rounds: 400, Seed: h.Seed})
+	for _, n := range order {
+		r.Races = append(r.Races, *races[n])
+	}
+	// The final rule's error rates at the noise this run measured and the
+	// n it used, by simulation.
+	if !math.IsNaN(r.Noise) && r.FinalN > 0 {
+		r.Rates = finalRates(cfg, r.Noise, r.FinalN, h.Seed)
 	}
 	return r, nil
 }
@@ -230,21 +260,6 @@ func armName(key, name string) string {
 		return "tier + " + name
 	}
 	return name
-}
-
-// confirmN is the confirmation n the run used (calibration may have
-// raised it above the configuration's).
-func confirmN(l *ledger.Ledger, cfg Config) int {
-	n := cfg.ConfirmN
-	for _, d := range l.Decisions {
-		switch d.Stage {
-		case StageConfirm:
-			return d.N[1]
-		case StageFinal:
-			n = max(n, d.N[1]) // calibration raised the n of both
-		}
-	}
-	return n
 }
 
 func mechanismText(m *ledger.Mechanism) string {
@@ -261,4 +276,21 @@ func mechanismText(m *ledger.Mechanism) string {
 // guardBound prints a ledger guard's bound the way Guard.String does.
 func guardBound(g ledger.Guard) string {
 	return strings.TrimPrefix(Guard{Metric: g.Metric, Bound: g.Bound}.String(), g.Metric+":")
+}
+
+// finalRates are the final rule's keep rates, simulated at the noise the
+// run measured with the n and looks it used: with no effect (false keeps),
+// at the minimum effect (the gate: at most α) and at 1.5× the minimum
+// effect (the power it was sized for).
+func finalRates(cfg Config, noise float64, n int, seed uint64) []report.Rate {
+	const runs = 400
+	plan := stats.Sequential{Rule: stats.Rule{Metric: cfg.Metric, Alpha: cfg.Alpha, MinEffect: cfg.MinEffect, Dir: cfg.Dir}, Harm: cfg.Harm, Looks: looks(n)}
+	var rs []report.Rate
+	for _, x := range []struct {
+		what   string
+		effect float64
+	}{{"no effect", 0}, {"effect = minimum effect", cfg.MinEffect}, {"effect = 1.5× minimum effect", 1.5 * cfg.MinEffect}} {
+		rs = append(rs, report.Rate{What: x.what, Effect: x.effect, Runs: runs, Keeps: stats.SimulateFinal(plan, len(cfg.Ladder), noise, x.effect, runs, seed)})
+	}
+	return rs
 }

@@ -21,6 +21,9 @@ type Settings struct {
 	// MinEffect is the smallest relative improvement worth a change, as
 	// ParsePercent reads it.
 	MinEffect string
+	// Harm is the loss of the primary metric tolerated at any level, as
+	// ParsePercent reads it; "" is the minimum effect.
+	Harm string
 	// Guards are METRIC:BOUND (ParseGuard); a guard on Config.Metric itself
 	// is dropped, the primary metric being decided on already.
 	Guards []string
@@ -31,7 +34,7 @@ type Settings struct {
 }
 
 // SettingError is a setting Parse cannot read: Setting names the Settings
-// field ("MinEffect", "Guards", "Ladder") or "Metric" for a metric whose
+// field ("MinEffect", "Harm", "Guards", "Ladder") or "Metric" for a metric whose
 // direction is unknown. The command maps it to its flag.
 type SettingError struct {
 	Setting string
@@ -55,6 +58,14 @@ func (s Settings) Parse() (Config, error) {
 	c.Dir = d
 	if c.MinEffect, err = ParsePercent(s.MinEffect); err != nil {
 		return c, &SettingError{"MinEffect", err}
+	}
+	if s.Harm != "" {
+		if c.Harm, err = ParsePercent(s.Harm); err != nil {
+			return c, &SettingError{"Harm", err}
+		}
+		if c.Harm == 0 {
+			return c, &SettingError{"Harm", fmt.Errorf("0%%: no finite number of trials can show that nothing at all was lost; tolerate a loss such as 2%%")}
+		}
 	}
 	for _, g := range s.Guards {
 		gd, err := ParseGuard(g)

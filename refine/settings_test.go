@@ -95,7 +95,7 @@ func TestSettingsParse(t *testing.T) {
 	}
 	want := []Guard{{Metric: "throughput", Dir: stats.HigherIsBetter, Bound: 0.05}}
 	if c.Dir != stats.LowerIsBetter || c.MinEffect != 0.05 || !reflect.DeepEqual(c.Guards, want) ||
-		!reflect.DeepEqual(c.Ladder, []int{2}) || c.Seed == 0 || c.ConfirmN != 8 {
+		!reflect.DeepEqual(c.Ladder, []int{2}) || c.Seed == 0 || c.RaceN != 1 || c.Harm != 0.05 {
 		t.Errorf("Parse() = %+v", c)
 	}
 	for name, tc := range map[string]struct {
@@ -108,7 +108,9 @@ func TestSettingsParse(t *testing.T) {
 		"guard":   {func(s *Settings) { s.Guards = []string{"throughput"} }, "Guards", `Guards: "throughput": want METRIC:BOUND`},
 		"ladder":  {func(s *Settings) { s.Ladder = "0,x" }, "Ladder", `Ladder: "0,x": "x" is not a spinner count`},
 		"ladder2": {func(s *Settings) { s.Ladder = "0,4" }, "", ""},
-		"check":   {func(s *Settings) { s.Config.ScreenN = 3 }, "", "screen n = 3"},
+		"check":   {func(s *Settings) { s.Config.FinalN = 3 }, "", "final n = 3"},
+		"harm":    {func(s *Settings) { s.Harm = "0%" }, "Harm", "Harm: 0%: no finite number of trials"},
+		"harm2":   {func(s *Settings) { s.Harm = "much" }, "Harm", `Harm: "much" is not a percentage`},
 	} {
 		s := base()
 		tc.edit(&s)
@@ -133,9 +135,9 @@ func TestSettingsParse(t *testing.T) {
 }
 
 func TestProgressString(t *testing.T) {
-	p := Progress{Stage: "screen", Step: strings.Repeat("x", 50), Trials: 3, Planned: 40, Round: 1, Accepted: 0,
+	p := Progress{Stage: "race", Step: strings.Repeat("x", 50), Trials: 3, Planned: 40, Round: 1, Accepted: 0,
 		Elapsed: 61500 * time.Millisecond, ETA: 10 * time.Minute}
-	want := "trial 3/~40  screen  " + strings.Repeat("x", 39) + "…  round 1, 0 accepted  1m2s elapsed, ETA 10m0s"
+	want := "trial 3/~40  race  " + strings.Repeat("x", 39) + "…  round 1, 0 accepted  1m2s elapsed, ETA 10m0s"
 	if got := p.String(); got != want {
 		t.Errorf("String() =\n%q; want\n%q", got, want)
 	}

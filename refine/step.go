@@ -167,8 +167,8 @@ func Candidates(p *profiles.Profile, lint func(*profiles.Profile) []profiles.Fin
 			}
 		}
 	}
-	// Cheapest-to-believe first: when the budget cannot screen a whole
-	// round, the moves that change most are screened first.
+	// The moves that change most first: the order in which candidates
+	// are listed, noted and, on ties in a race, ranked.
 	slices.SortStableFunc(moves, func(a, b move) int { return priority(a.step.Param) - priority(b.step.Param) })
 	seen := map[string]bool{}
 	for _, m := range moves {

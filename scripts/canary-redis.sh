@@ -11,11 +11,11 @@
 #
 # Sizes (environment): PORT CYCLES INTERVAL DURATION (observe per cycle)
 # MAX_TIME (refine's budget per cycle) REQUESTS (per benchmark run) BG (CPU
-# spinners in every trial) METRIC MIN_EFFECT FINAL_N (the guard check's runs per arm) CAL_N
-# SCREEN_N CONFIRM_N WARMUP OUT (output directory, default a new temp dir).
+# spinners in every trial) METRIC MIN_EFFECT FINAL_N (the guard check's runs per arm, and refine's final's)
+# WARMUP OUT (output directory, default a new temp dir).
 # A quick check of the machinery, not a measurement:
 #   CYCLES=5 INTERVAL=1s DURATION=2s MAX_TIME=15s REQUESTS=2000 FINAL_N=4 \
-#   CAL_N=2 SCREEN_N=4 CONFIRM_N=4 WARMUP=200ms scripts/canary-redis.sh
+#   WARMUP=200ms scripts/canary-redis.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,9 +30,6 @@ MAX_TIME=${MAX_TIME:-100s}
 REQUESTS=${REQUESTS:-20000}
 BG=${BG:-2}
 FINAL_N=${FINAL_N:-8}
-CAL_N=${CAL_N:-4}
-SCREEN_N=${SCREEN_N:-4}
-CONFIRM_N=${CONFIRM_N:-8}
 WARMUP=${WARMUP:-1s}
 # The median: with BestEffort spinners on both CPUs redis-benchmark's p99 is
 # bimodal (a run that meets a spinner's slice or not) and varies 50-100%
@@ -74,7 +71,7 @@ bin/temper-train canary --pid "$redis_pid" --id redis --backend cfs \
 	--cycles "$CYCLES" --interval "$INTERVAL" --duration "$DURATION" --max-failures 3 \
 	--bench "redis-benchmark -h 127.0.0.1 -p $PORT -c 20 -n $REQUESTS -t get --csv" \
 	--metric "$METRIC" --min-effect "$MIN_EFFECT" --guard throughput:-5% --background "$BG" \
-	--max-time "$MAX_TIME" --calibration-n "$CAL_N" --screen-n "$SCREEN_N" --confirm-n "$CONFIRM_N" --final-n "$FINAL_N" \
+	--max-time "$MAX_TIME" --final-n "$FINAL_N" \
 	--warmup "$WARMUP" -q \
 	--drill 3:testdata/drills/redis-harmful.toml \
 	--git-commit "$repo" --out "$OUT/canary" || status=$?

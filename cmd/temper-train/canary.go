@@ -56,19 +56,21 @@ from one, e.g. the profiles repository's). Each cycle:
               candidate is the fresh synthesis; otherwise the profile in force.
   synthesize  → DIR/cycle-NN/profiles/ID/SHAPE.toml
   refine      climb from the candidate against the profile in force (refine's
-              calibration, screen, confirm, Holm, guards; 'temper-train refine
-              --help'); the final comparison is against the profile in force, so
+              races and its one final comparison; 'temper-train refine
+              --help'); the final is against the profile in force, so
               only a profile that beats it is kept      → DIR/cycle-NN/ledger.jsonl
-  check       a kept profile goes in, then the guard check: --final-n fresh
-              trials per arm of the last good profile (A) against it (B), ABBA,
-              judged with refine's rule. The cycle is
-                passed        better again, no guard regresses: the new last good
-                              profile (committed with --git-commit)
-                failed        the metric is worse or a --guard regresses beyond its
-                              bound: rolled back at once, the ledger says why
+  check       a kept profile goes in, then the guard check: --final-n (default 8)
+              fresh trials per arm of the last good profile (A) against it (B),
+              ABBA, judged as refine's final is. The cycle is
+                passed        better again, no harm left possible: the new last
+                              good profile (committed with --git-commit)
+                failed        harm shown: the metric or a --guard lost more than
+                              its tolerance: rolled back at once, the ledger says why
                 inconclusive  neither: kept in force, checked again next cycle
-                              with twice the trials; when that would pass 40 per
-                              arm (refine's cap on n) it fails instead
+                              with twice the trials, each check held to its
+                              share of --alpha (spent over n, 2n, 4n); when
+                              that would pass 40 per arm (refine's cap on n)
+                              it fails instead
                 unchanged     refine kept nothing new
 
 --max-failures N stops the loop after N failed cycles (0: never); --cycles N

@@ -40,13 +40,14 @@ type refineFlags struct {
 	maxTime    time.Duration
 	alpha      float64
 	minEffect  string
+	harm       string
 	ledger     string
 	resume     string
 	out        string
 	seed       uint64
 	warmup     time.Duration
 	timeout    time.Duration
-	n          [4]int // calibration, screen, confirm, final
+	n          [3]int // calibration, race, final
 	quiet      bool
 	waitLock   time.Duration
 
@@ -153,7 +154,7 @@ func (f *refineFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.backend, "backend", backendAuto, "how to apply: auto, sched_ext or cfs")
 	fl.IntVar(&f.maxTrials, "max-trials", 0, "stop hill climbing when the next round and the final comparison would exceed this many trials (0: no limit)")
 	fl.DurationVar(&f.maxTime, "max-time", 0, "the same in wall time, estimated from the trials so far (0: no limit)")
-	fl.Float64Var(&f.alpha, "alpha", 0.05, "significance level of every decision (Holm-corrected within a round)")
+	fl.Float64Var(&f.alpha, "alpha", 0.05, "one-sided level of the final comparison (spent over its looks) and of every non-inferiority bound")
 	fl.StringVar(&f.minEffect, "min-effect", "5%", "the smallest relative improvement worth a change")
 	fl.StringVar(&f.ledger, "ledger", "", "the ledger file (default DIR/ledger.jsonl)")
 	fl.StringVar(&f.resume, "resume", "", "continue the run this ledger records")
@@ -161,10 +162,10 @@ func (f *refineFlags) register(cmd *cobra.Command) {
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of the ABBA order (default: random, recorded in the ledger)")
 	fl.DurationVar(&f.warmup, "warmup", time.Second, "discarded after each switch of profile before a trial")
 	fl.DurationVar(&f.timeout, "timeout", 5*time.Minute, "a benchmark run taking longer is killed and the run stops")
-	fl.IntVar(&f.n[0], "calibration-n", 4, "stock runs per arm and level of the A/A calibration (even)")
-	fl.IntVar(&f.n[1], "screen-n", 4, "runs per arm and level to screen a candidate (even)")
-	fl.IntVar(&f.n[2], "confirm-n", 8, "fresh runs per arm and level to confirm a candidate (even; calibration may raise it)")
-	fl.IntVar(&f.n[3], "final-n", 8, "fresh runs per arm and level of the final stock-vs-refined comparison (even)")
+	fl.IntVar(&f.n[0], "calibration-n", 0, "before the search, stock against itself (A/A) this many runs per arm and level: a measured false accept (even; 0: none)")
+	fl.IntVar(&f.n[1], "race-n", 1, "runs per candidate in the first rung of a round's race (each later rung: 3× the runs, a third of the candidates)")
+	fl.IntVar(&f.n[2], "final-n", 0, "fresh runs per arm and level of the final comparison at its last look (even; 0: sized from the noise the race measures)")
+	fl.StringVar(&f.harm, "harm", "", "the loss of the metric tolerated at any background level (default: the minimum effect)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
 	fl.DurationVar(&f.waitLock, "wait-lock", 0, "wait up to this long for another run that owns this node's scheduling state (0: refuse at once)")
 	fl.BoolVar(&f.noRig, "no-rig", false, "run a -- CMD or --pid target where it is, not in a pod of a node-shaped rig (and measure no tier arm)")
@@ -378,11 +379,11 @@ func refineFlagError(err error, run *pipeline.RefineRun) error {
 // does not parse names its flag.
 func (f *refineFlags) config() (refine.Config, error) {
 	c, err := refine.Settings{Config: refine.Config{Metric: f.metric, Alpha: f.alpha, MaxTrials: f.maxTrials, MaxTime: f.maxTime,
-		Warmup: f.warmup, Seed: f.seed, CalibrationN: f.n[0], ScreenN: f.n[1], ConfirmN: f.n[2], FinalN: f.n[3]},
-		MinEffect: f.minEffect, Guards: f.guards, Ladder: f.ladder, Background: f.background}.Parse()
+		Warmup: f.warmup, Seed: f.seed, CalibrationN: f.n[0], RaceN: f.n[1], FinalN: f.n[2]},
+		MinEffect: f.minEffect, Harm: f.harm, Guards: f.guards, Ladder: f.ladder, Background: f.background}.Parse()
 	var se *refine.SettingError
 	if errors.As(err, &se) {
-		flag := map[string]string{"Metric": "--metric: ", "MinEffect": "--min-effect: ", "Guards": "--guard ", "Ladder": "--ladder "}
+		flag := map[string]string{"Metric": "--metric: ", "MinEffect": "--min-effect: ", "Harm": "--harm: ", "Guards": "--guard ", "Ladder": "--ladder "}
 		return c, fmt.Errorf("%s%w", flag[se.Setting], se.Err)
 	}
 	if errors.Is(err, refine.ErrBudget) {

@@ -20,6 +20,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"temper.codes/temper-train/machine"
@@ -182,9 +183,55 @@ type Decision struct {
 	Verdict   string     `json:"verdict"`
 	Guards    []Guard    `json:"guards,omitempty"`
 	Mechanism *Mechanism `json:"mechanism,omitempty"`
-	Accepted  bool       `json:"accepted"`
-	Reason    string     `json:"reason"`
-	Line      string     `json:"line"` // the benchstat-style line printed
+	// Race is a candidate's standing in its round's race (Stage "race");
+	// Look is the final comparison's look a decision of the common effect
+	// was made at (Stage "final", Bg AllLevels).
+	Race     *Race  `json:"race,omitempty"`
+	Look     *Look  `json:"look,omitempty"`
+	Accepted bool   `json:"accepted"`
+	Reason   string `json:"reason"`
+	Line     string `json:"line"` // the benchstat-style line printed
+}
+
+// AllLevels is a decision's Bg when it is about every background level at
+// once: the final's common effect across the ladder.
+const AllLevels = -1
+
+// Race is where a candidate ended in its round's race. A race ranks; it
+// tests nothing: Gain is an estimate with its standard error, never a
+// p-value.
+type Race struct {
+	Rung  int `json:"rung"`  // 1-based rung the candidate ran last in
+	Rungs int `json:"rungs"` // rungs the race had
+	Rank  int `json:"rank"`  // 1-based rank among the candidates of that rung
+	Of    int `json:"of"`
+	// Trials are the candidate's own trials over every rung (its incumbent
+	// trials are shared with the other candidates).
+	Trials int `json:"trials"`
+	// Gain is the estimated relative improvement of the metric over the
+	// incumbent run beside it (positive is better, whichever way the
+	// metric improves), and GainSE its standard error, from the rung it
+	// ended in.
+	Gain   Num `json:"gain"`
+	GainSE Num `json:"gain_se"`
+}
+
+// Look is one look of the group-sequential final comparison.
+type Look struct {
+	Index int `json:"index"` // 1-based
+	Of    int `json:"of"`
+	// Alpha is the nominal one-sided level this look was held to (the
+	// α-spending rule's share), Spent the level spent up to it.
+	Alpha   Num    `json:"alpha"`
+	Spent   Num    `json:"spent"`
+	Outcome string `json:"outcome"` // continue, keep, drop
+	// N is the final's planned n per arm and level at its last look,
+	// sized from Noise (the σ of one trial's log value the race measured,
+	// NaN if none); Detectable is the smallest effect that n had 80% power
+	// for.
+	N          int `json:"n"`
+	Noise      Num `json:"noise"`
+	Detectable Num `json:"detectable"`
 }
 
 // Shift is the decision's effect, the relative shift with its interval,
@@ -192,12 +239,19 @@ type Decision struct {
 // "-7.2% [-11.0% -3.1%]".
 func (d Decision) Shift() string { return stats.FormatEffect(d.Effect.Stats()) }
 
-// Guard is one guard metric's check within a decision.
+// Guard is one guard metric's check within a decision: non-inferiority,
+// the loss's one-sided upper confidence bound (Worst) against the
+// tolerated loss (Bound).
 type Guard struct {
-	Metric    string  `json:"metric"`
-	Bound     float64 `json:"bound"`
-	Regresses bool    `json:"regresses"`
-	P         Num     `json:"p"`
+	Metric string  `json:"metric"`
+	Bound  float64 `json:"bound"`
+	// Regresses is set when harm beyond Bound is not excluded (the guard
+	// vetoes).
+	Regresses bool `json:"regresses"`
+	P         Num  `json:"p"`
+	// Worst is the upper confidence bound of the loss, in Effect's unit
+	// (positive is worse).
+	Worst Num `json:"worst"`
 	// Effect is the relative shift, or with Count the change of the mean
 	// per trial (a count such as errors, or a reference without a ratio).
 	Effect Num  `json:"effect"`
@@ -212,6 +266,16 @@ func (g Guard) Change() string {
 		m = stats.Count
 	}
 	return stats.FormatChange(m, float64(g.Effect))
+}
+
+// WorstChange is the upper confidence bound of the guard's loss, worded
+// as reports print it: "8.1% worse", "4 more per trial".
+func (g Guard) WorstChange() string {
+	w := float64(g.Worst)
+	if g.Count {
+		return strings.TrimPrefix(stats.FormatChange(stats.Count, w), "+") + " more per trial"
+	}
+	return strings.TrimPrefix(stats.FormatShift(w), "+") + " worse"
 }
 
 // Mechanism records whether the group a step changes moved the way its

@@ -45,8 +45,8 @@ type Report struct {
 	// on the incumbent's trials (which switch arms); NaN when none was
 	// measured.
 	Noise float64
-	// FinalN is the number of trials per arm, over all background levels,
-	// the final was sized for at its last look (0: no final).
+	// FinalN is the final's n per arm and background level at its last
+	// look (0: no final).
 	FinalN int
 	// Detectable is the smallest relative effect the final had 80% power
 	// to keep at Noise and FinalN; 0 or NaN when unknown.

@@ -170,9 +170,9 @@ func (r Report) header(w io.Writer) {
 	if r.FinalN > 0 {
 		levels := ""
 		if len(r.Ladder) > 1 {
-			levels = fmt.Sprintf(" over %d background levels", len(r.Ladder))
+			levels = fmt.Sprintf(" (%d background levels)", len(r.Ladder))
 		}
-		row("final n", fmt.Sprintf("%d trials per arm%s", r.FinalN, levels))
+		row("final n", fmt.Sprintf("%d trials per arm and level%s", r.FinalN, levels))
 	}
 	if finite(r.Detectable) && r.Detectable > 0 {
 		s := pct(r.Detectable) + " (80% power at this noise and final n)"
@@ -495,7 +495,7 @@ func (r Report) rates(w io.Writer) {
 	}
 	p(" and final n")
 	if r.FinalN > 0 {
-		p(" (%d per arm)", r.FinalN)
+		p(" (%d per arm and level)", r.FinalN)
 	}
 	p(": with no effect a keep is a false keep, with a true effect a keep is the power. Brackets: 95%% Clopper–Pearson intervals of the simulation itself.\n\n")
 	p("| true effect | runs | kept |\n|---|---|---|\n")

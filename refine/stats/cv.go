@@ -52,3 +52,18 @@ func mid(x []float64) float64 {
 	}
 	return (s[n/2-1] + s[n/2]) / 2
 }
+
+// MADSigma is the robust standard deviation of x, 1.4826·MAD around its
+// median: the σ of normal noise, unmoved by the odd outlier. It is 0 for
+// fewer than two values.
+func MADSigma(x []float64) float64 {
+	if len(x) < 2 {
+		return 0
+	}
+	m := mid(x)
+	dev := make([]float64, len(x))
+	for i, v := range x {
+		dev[i] = math.Abs(v - m)
+	}
+	return 1.4826 * mid(dev)
+}

@@ -3,7 +3,6 @@ package stats
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 )
 
@@ -86,34 +85,6 @@ func Decide(base, cand []float64, r Rule) Decision {
 // Pair is one candidate of a round with the baseline trials interleaved
 // with it.
 type Pair struct{ Base, Cand []float64 }
-
-// DecideRound decides the k candidates of one hill-climbing round together.
-// p-values are held to Holm's step-down levels (family-wise error ≤ Alpha
-// across the round), and every interval is at the Bonferroni level
-// 1 − Alpha/k so that the "clears MinEffect" claims hold simultaneously.
-func DecideRound(round []Pair, r Rule) []Decision {
-	k := len(round)
-	if k == 0 {
-		return nil
-	}
-	conf := 1 - r.Alpha/float64(k)
-	cmps := make([]Comparison, k)
-	ps := make([]float64, k)
-	for i, pr := range round {
-		cmps[i] = Compare(pr.Base, pr.Cand, conf)
-		ps[i] = cmps[i].P
-	}
-	levels := holmLevels(ps, r.Alpha)
-	out := make([]Decision, k)
-	for i := range round {
-		note := ""
-		if k > 1 && levels[i] > 0 {
-			note = fmt.Sprintf("Holm over %d: p held to %.3g", k, levels[i])
-		}
-		out[i] = decide(cmps[i], r, levels[i], note)
-	}
-	return out
-}
 
 func decide(c Comparison, r Rule, alpha float64, note string) Decision {
 	dir := r.Dir.sign()
@@ -251,54 +222,6 @@ func FormatChange(m Measure, x float64) string {
 	return fmt.Sprintf("%+.3g", x)
 }
 
-// Regresses is the guard check: does cand make a guard metric (throughput,
-// errors) worse than bound with significance? bound is a magnitude in the
-// worse direction (0.05 and -0.05 both mean "5% worse"), relative to the
-// baseline's median shift for a Relative measure and to the baseline's mean
-// for a Count. It regresses when p < alpha and the estimated change is
-// worse than the bound: a veto needs evidence that the metric moved at all
-// and an estimate that it moved too far. Decision.Change holds the
-// estimate and Decision.Measure its unit (Count when a Relative measure
-// found no ratio to its baseline).
-func Regresses(base, cand []float64, dir Direction, m Measure, bound, alpha float64) (bool, Decision) {
-	sign := dir.sign()
-	c := Compare(base, cand, 1-alpha)
-	bound = math.Abs(bound)
-	d := Decision{Comparison: c, Alpha: alpha, Verdict: NoDifference, Change: c.Rel.Center}
-	line := Line("", c)
-	amount := func(x float64) string { return pct(x) }
-	if m == Count || math.IsNaN(c.Rel.Center) {
-		// Counts (and anything without a ratio to its baseline) compare
-		// absolute rates: the mean per trial, whose change is defined when
-		// the baseline saw none.
-		mb, mc := mean(base), mean(cand)
-		d.Measure, d.Change = Count, mc-mb
-		bound *= math.Abs(mb)
-		amount = func(x float64) string { return FormatChange(Count, x) + " per trial" }
-		line = fmt.Sprintf("mean %s → %s per trial  n=%d+%d  Δ %s  p=%.3g",
-			FormatValue(mb), FormatValue(mc), c.NBase, c.NCand, FormatChange(Count, d.Change), c.P)
-	}
-	loss := -sign * d.Change
-	var why string
-	switch {
-	case c.MinP >= alpha:
-		d.Verdict = TooFewSamples
-		why = fmt.Sprintf("guard unchecked: need ≥ %d samples per arm", NeedN(alpha))
-	case c.P >= alpha:
-		why = fmt.Sprintf("guard holds: no significant change (p=%.3g)", c.P)
-	case loss > bound:
-		d.Verdict = Worse
-		why = fmt.Sprintf("guard violated: %s worse than the %s bound, p=%.3g", amount(loss), amount(bound), c.P)
-	case loss > 0:
-		why = fmt.Sprintf("guard holds: %s worse, within the %s bound", amount(loss), amount(bound))
-	default:
-		d.Verdict = Better
-		why = "guard holds: improved"
-	}
-	d.Reason = line + "  " + why
-	return d.Verdict == Worse, d
-}
-
 func mean(x []float64) float64 {
 	if len(x) == 0 {
 		return math.NaN()
@@ -308,41 +231,4 @@ func mean(x []float64) float64 {
 		s += v
 	}
 	return s / float64(len(x))
-}
-
-// Holm reports which of the hypotheses with p-values p are rejected at
-// family-wise error rate alpha by Holm's step-down procedure.
-func Holm(p []float64, alpha float64) []bool {
-	lv := holmLevels(p, alpha)
-	out := make([]bool, len(p))
-	for i := range p {
-		out[i] = p[i] < lv[i]
-	}
-	return out
-}
-
-// holmLevels returns the level each p-value is held to: the i-th smallest
-// (0-based) is compared with alpha/(k−i) while all smaller ones were
-// rejected; after the first failure every later level is 0 (nothing more
-// can be rejected).
-func holmLevels(p []float64, alpha float64) []float64 {
-	k := len(p)
-	idx := make([]int, k)
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return p[idx[a]] < p[idx[b]] })
-	lv := make([]float64, k)
-	open := true
-	for rank, i := range idx {
-		if !open {
-			lv[i] = 0
-			continue
-		}
-		lv[i] = alpha / float64(k-rank)
-		if p[i] >= lv[i] {
-			open = false
-		}
-	}
-	return lv
 }

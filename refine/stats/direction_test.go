@@ -33,9 +33,10 @@ func TestZeroDirectionPanics(t *testing.T) {
 	base := []float64{1, 2, 3, 4, 5, 6, 7, 8}
 	for name, f := range map[string]func(){
 		"Decide":      func() { Decide(base, base, Rule{Metric: "m", Alpha: 0.05}) },
-		"DecideRound": func() { DecideRound([]Pair{{base, base}}, Rule{Metric: "m", Alpha: 0.05}) },
-		"Regresses":   func() { Regresses(base, base, 0, Relative, 0.05, 0.05) },
-		"Simulate":    func() { Simulate(Sim{Rule: Rule{Metric: "m", Alpha: 0.05}, Confirm: 4, CV: 0.1, Rounds: 1}) },
+		"NonInferior": func() { NonInferior(base, base, 0, Relative, 0.05, 0.05) },
+		"Look": func() {
+			Sequential{Rule: Rule{Metric: "m", Alpha: 0.05}, Looks: []int{8}}.Look(0, []Pair{{base, base}}, nil, nil)
+		},
 	} {
 		func() {
 			defer func() {
