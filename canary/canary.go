@@ -10,7 +10,8 @@
 //     profiles repository when there is one;
 //   - failed: rolled back at once; MaxFailures of them stop the loop;
 //   - inconclusive: kept in force and checked again next cycle with twice
-//     the trials, failed instead once that would pass refine's MaxN;
+//     the trials, failed instead after its last check (n, 2n, 4n within
+//     refine's MaxN: refine.Config.CheckLooks), the checks sharing α;
 //   - unchanged: refine kept nothing new (or could not measure).
 //
 // A drill (Config.Drills) puts a profile in as if refine had accepted it:
@@ -28,6 +29,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -515,9 +517,9 @@ func (l *loop) cycle(ctx context.Context, c int) (ledger.Cycle, error) {
 		l.pending = nil
 	case chk.State == refine.Inconclusive:
 		next := 2 * n
-		if next > l.cfg.Refine.MaxN {
+		if looks := l.cfg.Refine.CheckLooks(); !slices.Contains(looks, next) {
 			rec.State = string(refine.Failed)
-			rec.Reason = fmt.Sprintf("rolled back: inconclusive at n=%d per arm and the next check would need %d > %d (the largest n)", n, next, l.cfg.Refine.MaxN)
+			rec.Reason = fmt.Sprintf("rolled back: inconclusive at n=%d per arm, the last of its checks (n = %s within the largest n, %d)", n, strings.Trim(strings.Join(strings.Fields(fmt.Sprint(looks)), ", "), "[]"), l.cfg.Refine.MaxN)
 			l.failures++
 			l.pending = nil
 		} else {
@@ -565,7 +567,7 @@ func (l *loop) endCycle(lw *ledger.Writer, cdir, reason string, base *profiles.P
 func (l *loop) commitMessage(c int, cand *profiles.Profile, chk *refine.Check, res *refine.Result, ledgerPath string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s/%s: canary cycle %d passed (%s)\n\n", cand.ID, cand.MachineShape.Key(), c, hashOf(cand))
-	fmt.Fprintf(&b, "Guard check against the last good profile %s, fresh ABBA trials (mann-whitney-u, alpha %g):\n", l.lastName(), l.cfg.Refine.Alpha)
+	fmt.Fprintf(&b, "Guard check against the last good profile %s, fresh ABBA trials: %s\n", l.lastName(), chk.Reason)
 	for _, d := range chk.Decisions {
 		fmt.Fprintf(&b, "  %s at bg=%d: %.4g -> %.4g, delta %s, n=%d+%d, p=%.3g\n",
 			d.Metric, d.Bg, float64(d.Base.Center), float64(d.Cand.Center), d.Shift(), d.N[0], d.N[1], float64(d.P))
@@ -574,7 +576,7 @@ func (l *loop) commitMessage(c int, cand *profiles.Profile, chk *refine.Check, r
 			if g.Bound == 0 {
 				bound = "+0"
 			}
-			fmt.Fprintf(&b, "  guard %s: %s (bound %s), p=%.3g\n", g.Metric, g.Change(), bound, float64(g.P))
+			fmt.Fprintf(&b, "  guard %s: %s, at worst %s (tolerance %s)\n", g.Metric, g.Change(), g.WorstChange(), bound)
 		}
 	}
 	if res != nil {

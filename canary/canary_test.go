@@ -243,7 +243,7 @@ func TestRun(t *testing.T) {
 			states:  []string{"inconclusive", "failed"},
 			checked: []string{"stock vs " + a + " n=4", "stock vs " + a + " n=8"},
 			after:   []string{a + " (inconclusive)", "stock"},
-			reason:  []string{"n=8", "the next check would need 16 > 8"},
+			reason:  []string{"n=8", "the last of its checks (n = 4, 8 within the largest n, 8)"},
 		},
 		{
 			name:      "drill caught",

@@ -1,29 +1,39 @@
 package pipeline
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 
 	"temper.codes/temper-train/refine/report"
 )
 
-// Report writes the summary of a refine run: the calibration's noise per
-// background level, the steps the hill climbing accepted and why it
-// stopped, the final comparison against the reference, and where the
+// Report writes the summary of a refine run: the A/A calibration's noise
+// per background level (when one was asked for), the noise the race
+// measured, the steps the hill climbing took and why it stopped, the
+// final comparison's looks and levels against the reference, and where the
 // ledger, the report and the refined profile went (or why none was
 // written).
 func (r *RefineRun) Report(w io.Writer) error {
 	res, metric := r.Result, r.Config.Metric
-	fmt.Fprintf(w, "calibration (stock vs stock):\n")
-	for _, c := range res.Calibration {
-		fmt.Fprintf(w, "  bg=%d  %s CV %.1f%% over %d trials\n", c.Bg, metric, 100*c.CV[metric], c.N)
+	if len(res.Calibration) > 0 {
+		fmt.Fprintf(w, "calibration (A/A):\n")
+		for _, c := range res.Calibration {
+			fmt.Fprintf(w, "  bg=%d  %s CV %.1f%% over %d trials\n", c.Bg, metric, 100*c.CV[metric], c.N)
+		}
 	}
-	fmt.Fprintf(w, "hill climbing: %d round(s), %d step(s) accepted; %s\n", len(res.Rounds), len(res.Accepted), res.Stopped)
+	if !math.IsNaN(res.Noise) && res.Noise > 0 {
+		fmt.Fprintf(w, "noise     %s %.1f%% per trial (the race's incumbent); final n=%d per arm and level, detects ≥ %.1f%% (80%% power)\n", metric, 100*res.Noise, res.FinalN, 100*res.Detectable)
+	}
+	fmt.Fprintf(w, "hill climbing: %d round(s), %d step(s) taken; %s\n", len(res.Rounds), len(res.Accepted), res.Stopped)
 	for _, s := range res.Accepted {
-		fmt.Fprintf(w, "  accepted  %s\n", s)
+		fmt.Fprintf(w, "  step  %s\n", s)
 	}
-	fmt.Fprintf(w, "final (stock A vs refined B):\n")
+	if len(res.Final) > 0 {
+		fmt.Fprintf(w, "final (%s):\n", res.Final[0].Step)
+	}
 	for _, d := range res.Final {
 		fmt.Fprintf(w, "  %s\n", d.Line)
 	}
@@ -31,7 +41,7 @@ func (r *RefineRun) Report(w io.Writer) error {
 	fmt.Fprintf(w, "ledger    %s\n", r.Ledger)
 	fmt.Fprintf(w, "report    %s\n", filepath.Join(r.Dir, report.File))
 	if r.Refined == "" {
-		_, err := fmt.Fprintf(w, "refined   none written: the refined profile did not beat stock CFS in the final comparison\n")
+		_, err := fmt.Fprintf(w, "refined   none written: the refined profile did not beat %s in the final comparison\n", cmp.Or(res.Reference, "stock CFS"))
 		return err
 	}
 	_, err := fmt.Fprintf(w, "refined   %s\n", r.Refined)

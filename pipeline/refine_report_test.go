@@ -15,18 +15,20 @@ func TestRefineRunReport(t *testing.T) {
 		Calibration: []refine.Calibration{{Bg: 0, N: 8, CV: map[string]float64{"p99_ms": 0.031}}, {Bg: 2, N: 8, CV: map[string]float64{"p99_ms": 0.1}}},
 		Rounds:      make([]refine.Round, 2),
 		Accepted:    []refine.Step{{Group: "workers", Param: "treatment", From: "exclusive", To: "latency"}},
-		Stopped:     "a round accepted nothing",
-		Final:       []ledger.Decision{{Line: "bg=0  p99_ms  -12.0% (p=0.001)"}},
+		Stopped:     "converged: round 2's winner did not gain enough to step",
+		Final:       []ledger.Decision{{Step: "stock CFS vs refined", Line: "final  stock CFS vs refined  look 1/2  all levels  Δ -12.0% [-15.1% -9.0%]  p=0.001"}},
 		Trials:      64,
+		Noise:       0.052, FinalN: 12, Detectable: 0.18,
 	}
 	run := &RefineRun{Dir: "out", Ledger: "out/ledger.jsonl", Refined: "out/wl/2cpu.toml", Config: refine.Config{Metric: "p99_ms"}, Result: res}
-	head := `calibration (stock vs stock):
+	head := `calibration (A/A):
   bg=0  p99_ms CV 3.1% over 8 trials
   bg=2  p99_ms CV 10.0% over 8 trials
-hill climbing: 2 round(s), 1 step(s) accepted; a round accepted nothing
-  accepted  group "workers": treatment exclusive → latency
-final (stock A vs refined B):
-  bg=0  p99_ms  -12.0% (p=0.001)
+noise     p99_ms 5.2% per trial (the race's incumbent); final n=12 per arm and level, detects ≥ 18.0% (80% power)
+hill climbing: 2 round(s), 1 step(s) taken; converged: round 2's winner did not gain enough to step
+  step  group "workers": treatment exclusive → latency
+final (stock CFS vs refined):
+  final  stock CFS vs refined  look 1/2  all levels  Δ -12.0% [-15.1% -9.0%]  p=0.001
 trials    64
 ledger    out/ledger.jsonl
 report    out/REPORT.md

@@ -40,16 +40,19 @@ type Check struct {
 
 // CheckN is the guard check's first n per arm and level when
 // Config.FinalN does not set it; an inconclusive check is repeated with
-// twice, then four times as many (checkLooks).
+// twice, then four times as many (CheckLooks).
 const CheckN = 8
 
-// checkLooks are the n of a candidate's successive checks: the first (its
-// FinalN or CheckN), doubled while within MaxN.
-func (c *Config) checkLooks() []int {
+// CheckLooks are the n of a candidate's successive checks: the first (its
+// FinalN or CheckN), twice and four times that, within MaxN. An
+// inconclusive check with no n left fails.
+func (c *Config) CheckLooks() []int {
 	n := c.finalNOr(CheckN)
-	var ns []int
-	for ; n <= max(c.MaxN, c.finalNOr(CheckN)); n *= 2 {
-		ns = append(ns, n)
+	ns := []int{n}
+	for _, m := range []int{2 * n, 4 * n} {
+		if m <= c.MaxN {
+			ns = append(ns, m)
+		}
 	}
 	return ns
 }
@@ -61,7 +64,7 @@ func (c *Config) checkLooks() []int {
 // often than Alpha. The checks run on fresh trials each, so each spends
 // its increment (a union bound).
 func (c *Config) checkAlpha(n int) float64 {
-	ns := c.checkLooks()
+	ns := c.CheckLooks()
 	total := 0
 	for _, x := range ns {
 		total += x
@@ -138,16 +141,20 @@ func CheckCandidate(ctx context.Context, cfg Config, last, cand *profiles.Profil
 	var harm []string
 	for i, bg := range c.Ladder {
 		h := lk.Harm[i]
-		d := e.levelDecision(StageCanary, arm, bg, h.Comparison, harmVerdict(h), false)
-		d.Step, d.Reason = e.step, h.Reason
-		if shownWorse(h) {
-			harm = append(harm, fmt.Sprintf("%s at bg=%d: %s", c.Metric, bg, h.Reason))
+		d := e.levelDecision(StageCanary, arm, e.step, bg, h.Comparison, harmVerdict(h), false)
+		d.Reason = h.Reason
+		// Harm is looked for at the full α: a rollback keeps nothing, so
+		// the checks' shares of α are for passing only.
+		p := strata[i]
+		if _, full := stats.NonInferior(p.Base, p.Cand, c.Dir, stats.Relative, c.Harm, c.Alpha); shownWorse(full) {
+			harm = append(harm, fmt.Sprintf("%s at bg=%d: %s", c.Metric, bg, full.Reason))
 		}
 		for g, gr := range rules {
 			gd := lk.Guards[g][i]
 			d.Guards = append(d.Guards, ledgerGuard(gr, gd))
-			if shownWorse(gd) {
-				harm = append(harm, fmt.Sprintf("guard %s at bg=%d: %s", gr.Metric, bg, gd.Reason))
+			gp := guards[g][i]
+			if _, full := stats.NonInferior(gp.Base, gp.Cand, gr.Dir, gr.Measure, gr.Bound, c.Alpha); shownWorse(full) {
+				harm = append(harm, fmt.Sprintf("guard %s at bg=%d: %s", gr.Metric, bg, full.Reason))
 			}
 		}
 		chk.Decisions = append(chk.Decisions, d)

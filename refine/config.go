@@ -41,7 +41,7 @@ type Config struct {
 	Eta   int `json:"eta"`
 	// FinalN is n per arm and level of the final comparison at its last
 	// look; 0 sizes it from the noise the race measured (stats.FinalN,
-	// 80% power at twice MinEffect), within MaxN and the budget.
+	// 80% power at 1.5× MinEffect), within MaxN and the budget.
 	FinalN int `json:"final_n,omitempty"`
 	// Harm is the loss of the primary metric tolerated at any level: the
 	// final keeps a profile only if at every level the one-sided upper

@@ -42,9 +42,10 @@ const (
 	StageFinal       = "final"
 )
 
-// ErrNoisy is wrapped when the noise the race measured is too large for
-// the final to detect twice the minimum effect within the n the budget
-// and MaxN allow.
+// ErrNoisy is wrapped when the noise the race measured, even at its lower
+// 95% bound, is too large for the final at its largest n (MaxN) to have
+// 80% power at twice the minimum effect: refine refuses rather than run a
+// final that could not show what it is for.
 var ErrNoisy = errors.New("benchmark too noisy")
 
 // ErrBudget is wrapped when the budget (Config.MaxTrials, Config.MaxTime)
@@ -318,7 +319,7 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 }
 
 // finalN is the final's n per arm and level: Config.FinalN, or sized from
-// the noise measured so far for 80% power at twice the minimum effect
+// the noise measured so far for 80% power at 1.5× the minimum effect
 // (stats.FinalN), at least minFinalN and at most MaxN; 8 before any noise
 // is measured.
 func (e *engine) finalN() int {
@@ -336,6 +337,11 @@ func (e *engine) finalN() int {
 
 // reserve is the trials the final needs as far as the run knows now.
 func (e *engine) reserve() int { return e.cfg.finalTrials(e.finalN()) }
+
+// durationOf is n trials at the time a trial has taken so far.
+func (e *engine) durationOf(n int) time.Duration {
+	return (time.Duration(n) * e.perTrial()).Round(time.Second)
+}
 
 // budgetString says the budget in the engine's words (Config's fields);
 // the command that set them may name its flags.
@@ -659,7 +665,7 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 		e.res.Detectable = stats.Detectable(e.res.Noise, n, c.MinEffect, c.Alpha, 0.8, len(c.Ladder))
 	}
 	if sized := e.finalN(); n < sized {
-		if err := e.note("final: n=%d per arm and level fits the budget, not the n=%d the noise asks for: the smallest effect it can detect (80%% power) is %s, not twice the minimum effect", n, sized, pctAbs(e.res.Detectable)); err != nil {
+		if err := e.note("final: n=%d per arm and level fits the budget, not the n=%d the noise asks for: the smallest effect it can detect (80%% power) is %s, not 1.5× the minimum effect", n, sized, pctAbs(e.res.Detectable)); err != nil {
 			return err
 		}
 	}
@@ -716,12 +722,11 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 	// describe the ladder; the look above decided.
 	for i, bg := range c.Ladder {
 		h := lk.Harm[i]
-		d := e.levelDecision(StageFinal, refined, bg, h.Comparison, harmVerdict(h), e.res.Kept)
+		d := e.levelDecision(StageFinal, refined, e.stepOfFinal(base), bg, h.Comparison, harmVerdict(h), e.res.Kept)
 		d.Reason = h.Reason
 		for g, gr := range rules {
 			d.Guards = append(d.Guards, ledgerGuard(gr, lk.Guards[g][i]))
 		}
-		d.Step = e.stepOfFinal(base)
 		if err := e.record(&d); err != nil {
 			return err
 		}
@@ -737,8 +742,7 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 		}{{1, arms[1], "tier only vs " + stock.Step.Param}, {2, refined, "tier + refined vs " + stock.Step.Param}} {
 			for _, bg := range c.Ladder {
 				cmp := stats.Compare(values(xs[bg][0], c.Metric), values(xs[bg][arm.side], c.Metric), 1-2*c.Alpha)
-				d := e.levelDecision(StageFinal, arm.a, bg, cmp, "described, not decided", false)
-				d.Step = arm.step
+				d := e.levelDecision(StageFinal, arm.a, arm.step, bg, cmp, "described, not decided", false)
 				if err := e.record(&d); err != nil {
 					return err
 				}
@@ -1047,7 +1051,7 @@ func sub(a, b uint64) uint64 {
 // caller decides acceptance.
 func (e *engine) decision(stage string, cand Arm, bg int, p *pair, sd stats.Decision) ledger.Decision {
 	c := &e.cfg
-	d := e.levelDecision(stage, cand, bg, sd.Comparison, sd.Verdict.String(), false)
+	d := e.levelDecision(stage, cand, cand.Step.String(), bg, sd.Comparison, sd.Verdict.String(), false)
 	d.Reason = strings.TrimPrefix(sd.Reason, stats.Line(c.Metric, sd.Comparison)+"  ")
 	xs := map[int][][]sample{bg: {p[0], p[1]}}
 	rules, data := e.guardData(xs, []int{bg}, 0, 1)
@@ -1058,10 +1062,11 @@ func (e *engine) decision(stage string, cand Arm, bg int, p *pair, sd stats.Deci
 	return d
 }
 
-// levelDecision is the ledger's record of one level's comparison.
-func (e *engine) levelDecision(stage string, cand Arm, bg int, cmp stats.Comparison, verdict string, accepted bool) ledger.Decision {
+// levelDecision is the ledger's record of one level's comparison of cand,
+// named step.
+func (e *engine) levelDecision(stage string, cand Arm, step string, bg int, cmp stats.Comparison, verdict string, accepted bool) ledger.Decision {
 	c := &e.cfg
-	d := ledger.Decision{Stage: stage, Round: e.round, Step: cand.Step.String(), Group: cand.Step.Group, Candidate: cand.Key(), Test: "mann-whitney-u", Metric: c.Metric, Bg: bg,
+	d := ledger.Decision{Stage: stage, Round: e.round, Step: step, Group: cand.Step.Group, Candidate: cand.Key(), Test: "mann-whitney-u", Metric: c.Metric, Bg: bg,
 		N: [2]int{cmp.NBase, cmp.NCand}, Base: iv(cmp.Base), Cand: iv(cmp.Cand), Effect: iv(cmp.Rel), P: ledger.Num(cmp.P),
 		Verdict: verdict, Accepted: accepted, Reason: verdict}
 	d.Line = fmt.Sprintf("%-11s %s  bg=%d  %s", stage, d.Step, bg, stats.Line(c.Metric, cmp))

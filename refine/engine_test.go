@@ -747,3 +747,30 @@ func TestAlternativesRaced(t *testing.T) {
 		t.Fatalf("accepted %v, kept %v: want the portfolio's conservative profile", res.Accepted, res.Kept)
 	}
 }
+
+// TestBudgetTimeRefusedEarly: a time budget that cannot hold round 1 and
+// the least final is refused after the race's first block has timed a
+// trial, with the budget that would do, and nothing is left applied.
+func TestBudgetTimeRefusedEarly(t *testing.T) {
+	sched := &fakeScheduler{}
+	inner := noisyBench(sched, 3, 0.05, nil)
+	ran := 0
+	bench := func(ctx context.Context, dir string) (map[string]float64, error) {
+		ran++
+		time.Sleep(20 * time.Millisecond)
+		return inner(ctx, dir)
+	}
+	cfg := testConfig(3)
+	cfg.MaxTime = 250 * time.Millisecond // the first block takes about 200 ms
+	_, err := Run(context.Background(), cfg, testProfile(), testEnv(t, sched, bench))
+	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "raise it to at least") {
+		t.Fatalf("err %v; want ErrBudget saying what budget would do", err)
+	}
+	k := 0
+	if ok, _, err := Candidates(testProfile(), testLint); err == nil {
+		k = len(ok)
+	}
+	if ran != k+2 || sched.open != 0 {
+		t.Errorf("%d trials ran (want the first block, %d), %d profiles open", ran, k+2, sched.open)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"temper.codes/temper-train/refine/ledger"
 	"temper.codes/temper-train/refine/stats"
@@ -151,7 +152,23 @@ func (e *engine) race(ctx context.Context, inc Arm, cands []Arm, reserve func() 
 		for _, r := range alive {
 			r.last, r.rung = nil, ri+1
 		}
-		if err := e.rung(ctx, ri, inc, alive, m, res); err != nil {
+		var check func() error
+		if e.round == 1 && ri == 0 {
+			// The first block has timed a trial: say now, not after the
+			// budget is gone, if the round and the final cannot both fit.
+			check = func() error {
+				rest := (m-1)*(len(alive)+2) + raceTrials(rs[1:])
+				fin := e.cfg.finalTrials(minFinalN)
+				e.env.Log("plan: %s a trial (first block): the rest of round 1 ≈ %s (%d trials), the final ≈ %s (%d trials at the least n, %d at n=%d); budget %s",
+					e.perTrial().Round(time.Millisecond), e.durationOf(rest), rest, e.durationOf(fin), fin, e.reserve(), e.finalN(), e.budgetString())
+				if !e.fits((m-1)*(len(alive)+2), fin) {
+					return fmt.Errorf("%w: rung 1 of round 1 (%d more trials) and the least final (%d trials) need about %s at %s a trial; the budget is %s: raise it to at least %s, or the minimum effect",
+						ErrBudget, (m-1)*(len(alive)+2), fin, e.durationOf((m-1)*(len(alive)+2)+fin), e.perTrial().Round(time.Millisecond), e.budgetString(), e.durationOf(e.trials+rest+e.reserve()))
+				}
+				return nil
+			}
+		}
+		if err := e.rung(ctx, ri, inc, alive, m, res, check); err != nil {
 			return nil, err
 		}
 		sort.SliceStable(alive, func(i, j int) bool { return alive[i].mean() > alive[j].mean() })
@@ -191,7 +208,7 @@ func gainOf(score float64) float64 { return math.Exp(score) - 1 }
 
 // rung runs m blocks of alive against inc, each at one background level
 // (the ladder in turn, from a shuffled start), and adds the scores.
-func (e *engine) rung(ctx context.Context, ri int, inc Arm, alive []*racer, m int, res *raceResult) error {
+func (e *engine) rung(ctx context.Context, ri int, inc Arm, alive []*racer, m int, res *raceResult, afterFirst func() error) error {
 	c := &e.cfg
 	h := fnv.New64a()
 	fmt.Fprintf(h, "race/%d/%d", e.round, ri)
@@ -202,6 +219,7 @@ func (e *engine) rung(ctx context.Context, ri int, inc Arm, alive []*racer, m in
 		bg := levels[b%len(levels)]
 		order := rng.Perm(len(alive))
 		id := fmt.Sprintf("r%d/race%d/b%02d", e.round, ri+1, b)
+		e.step = "the incumbent"
 		first, err := e.trial(ctx, id+"/00", 0, inc, bg)
 		if err != nil {
 			return err
@@ -240,6 +258,11 @@ func (e *engine) rung(ctx context.Context, ri int, inc Arm, alive []*racer, m in
 			r.last = append(r.last, s)
 			r.trials = append(r.trials, xs[pos])
 			r.base = append(r.base, first, last)
+		}
+		if b == 0 && afterFirst != nil {
+			if err := afterFirst(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

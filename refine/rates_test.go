@@ -117,3 +117,42 @@ func median(x []int) int {
 	}
 	return s[len(s)/2]
 }
+
+// BenchmarkDecisions measures what a decision costs in trials: whole
+// engine runs (race and final) against the in-process benchmark with a
+// planted 15% effect at 5% noise and a 10% minimum effect, reported as
+// trials per decision and as decisions per hour for a benchmark whose
+// trial takes 3 s (switch-overs not counted: make bench prints refine's own
+// switch-over cost beside it). The anchor is the least a decision can cost
+// without any search: one fixed-n comparison of stock against the refined
+// profile at the n the final was sized to; the ratio is what the search
+// and the sequential final cost over it.
+func BenchmarkDecisions(b *testing.B) {
+	effect := func(p *profiles.Profile) float64 {
+		if latencyWorkers(p) {
+			return 0.85
+		}
+		return 1
+	}
+	trials, anchor, kept := 0, 0, 0
+	for i := 0; b.Loop(); i++ {
+		sched := &fakeScheduler{}
+		cfg := testConfig(uint64(5000 + i))
+		cfg.MinEffect = 0.10
+		res, err := Run(context.Background(), cfg, testProfile(), testEnv(b, sched, noisyBench(sched, uint64(i), 0.05, effect)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		trials += res.Trials
+		cfg.Defaults()
+		anchor += cfg.trials(max(res.FinalN, minFinalN))
+		if res.Kept {
+			kept++
+		}
+	}
+	per := float64(trials) / float64(b.N)
+	b.ReportMetric(per, "trials/decision")
+	b.ReportMetric(3600/(3*per), "decisions/hour@3s")
+	b.ReportMetric(per/(float64(anchor)/float64(b.N)), "x-fixed-n")
+	b.ReportMetric(float64(kept)/float64(b.N), "kept/decision")
+}

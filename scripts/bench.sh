@@ -44,6 +44,13 @@ END {
 rd_ns=$(awk '/^BenchmarkRecordDecode/ { for (i = 2; i <= NF; i++) if ($i == "ns/event") { s += $(i-1); n++ } } END { if (n) printf "%.1f", s / n }' "$out")
 RECORD_DECODE_NS=$rd_ns scripts/bench-tracer.sh
 scripts/bench-analyze.sh
+# What a refine decision costs in trials (race + sequential final, planted
+# 15% effect, 5% noise, 10% minimum effect; in-process benchmark): decisions
+# per hour for a 3 s benchmark, and the ratio to the anchor, one fixed-n
+# comparison at the n the final was sized to.
+go test -run '^$' -bench '^BenchmarkDecisions$' -benchtime 40x ./refine | awk '
+function metric(line, unit,   i, n, f) { n = split(line, f, /[ \t]+/); for (i = 2; i <= n; i++) if (f[i] == unit) return f[i-1]; return "" }
+/^BenchmarkDecisions/ { printf "refine decisions       %6.1f trials per decision: %.1f decisions/hour for a 3 s benchmark  (anchor, one fixed-n comparison: ratio %.2f)  kept %.0f%% at a planted 1.5x minimum effect\n", metric($0, "trials/decision"), metric($0, "decisions/hour@3s"), metric($0, "x-fixed-n"), 100*metric($0, "kept/decision") }'
 # refine's own cost on the CFS backend (root; NOT RUN otherwise): apply +
 # revert of a profile on the demo workload, one spinner's start + stop, and
 # the trials per hour that leaves a 1-second benchmark beside the same

@@ -8,6 +8,7 @@
 #
 #   OUT       where each run's directory goes (default /tmp/ladder)
 #   MAXTIME   refine's wall-time budget per server (default 12m)
+#   LADDER    the background levels (default 0,1,2,4)
 #   SEED      the ABBA order's seed (default 16)
 #
 # Each run takes MAXTIME plus about a minute. The benchmarks compare
@@ -19,6 +20,7 @@ export PATH="$PATH:/usr/local/go/bin"
 [ "$(id -u)" -eq 0 ] || { echo "ladder-servers: tracing and scheduling need root" >&2; exit 1; }
 OUT=${OUT:-/tmp/ladder}
 MAXTIME=${MAXTIME:-12m}
+LADDER=${LADDER:-0,1,2,4}
 SEED=${SEED:-16}
 WORK=$(mktemp -d /tmp/ladder-servers.XXXXXX)
 chmod 755 "$WORK"
@@ -43,7 +45,7 @@ train() {
 	rm -rf "${OUT:?}/$name"
 	mkdir -p "$OUT"
 	echo "ladder-servers: $name: train $*"
-	"$TT" train --id "$name" --out "$OUT/$name" --backend cfs --ladder 0,1,2,4 \
+	"$TT" train --id "$name" --out "$OUT/$name" --backend cfs --ladder "$LADDER" \
 		--max-time "$MAXTIME" --seed "$SEED" --duration 5s "$@" || echo "ladder-servers: $name: train exited $?"
 	[ -f "$OUT/$name/refine/REPORT.md" ] && sed -n '/^## Background ladder/,/^## /p' "$OUT/$name/refine/REPORT.md" | sed '$d'
 }

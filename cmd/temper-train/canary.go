@@ -68,9 +68,9 @@ from one, e.g. the profiles repository's). Each cycle:
                               its tolerance: rolled back at once, the ledger says why
                 inconclusive  neither: kept in force, checked again next cycle
                               with twice the trials, each check held to its
-                              share of --alpha (spent over n, 2n, 4n); when
-                              that would pass 40 per arm (refine's cap on n)
-                              it fails instead
+                              share of --alpha (spent over n, 2n, 4n within
+                              40 per arm, refine's cap on n); inconclusive
+                              at the last, it fails
                 unchanged     refine kept nothing new
 
 --max-failures N stops the loop after N failed cycles (0: never); --cycles N

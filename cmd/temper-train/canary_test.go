@@ -23,8 +23,8 @@ import (
 )
 
 // canaryArgs are the smallest sizes of a canary run on the demo workload
-// with the planted benchmark: the check's n (--final-n 4) is the smallest
-// that can reach p < 0.05.
+// with the planted benchmark: the check's n (--final-n 6) is the smallest
+// whose first check can pass at its share of α (refine.CheckCandidate).
 func canaryArgs(t *testing.T, w *demoWorkload, out string) []string {
 	t.Helper()
 	bench, err := filepath.Abs("testdata/planted-bench.sh")
@@ -33,7 +33,7 @@ func canaryArgs(t *testing.T, w *demoWorkload, out string) []string {
 	}
 	return []string{"canary", "--pid", strconv.Itoa(w.cmd.Process.Pid), "--id", "demo-workload", "--out", out,
 		"--bench", fmt.Sprintf("%s %d 0.1", bench, w.tids["wl-worker-0"]), "--adapter", "jsonl", "--metric", "p99_ms", "--min-effect", "20%",
-		"--interval", "1s", "--duration", "2s", "--calibration-n", "2", "--screen-n", "4", "--confirm-n", "4", "--final-n", "4",
+		"--interval", "1s", "--duration", "2s", "--final-n", "6",
 		"--max-trials", "60", "--warmup", "50ms", "--backend", "cfs", "-q"}
 }
 
@@ -82,7 +82,7 @@ func TestCanaryLoop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cl.Decisions) != 1 || cl.Decisions[0].Stage != "canary" || cl.Decisions[0].Verdict != "worse" {
+	if len(cl.Decisions) != 1 || cl.Decisions[0].Stage != "canary" || cl.Decisions[0].Verdict != "harm not excluded" {
 		t.Errorf("cycle 2 decisions: %+v", cl.Decisions)
 	}
 	// git: one commit per passed cycle, each of the one profile path, the
@@ -102,7 +102,7 @@ func TestCanaryLoop(t *testing.T) {
 		t.Errorf("no profiles/demo-workload/%s.toml in the log:\n%s", shape, log)
 	}
 	msg := testkit.Git(t, repo, "log", "-1", "--format=%B", c1.Commit)
-	for _, want := range []string{"p99_ms at bg=0", "n=4+4", "p=", "Ledger: "} {
+	for _, want := range []string{"p99_ms at bg=0", "n=6+6", "p=", "Ledger: "} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("commit message lacks %q:\n%s", want, msg)
 		}

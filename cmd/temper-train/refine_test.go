@@ -99,8 +99,9 @@ func demoBench(t *testing.T, stats string, secs float64) string {
 	return fmt.Sprintf("%s %s %g", testkit.RepoFile(t, "scripts/demo-bench.sh"), stats, secs)
 }
 
-// shortRun are the smallest stage sizes: a run of a few dozen trials.
-var shortRun = []string{"--adapter", "jsonl", "--calibration-n", "2", "--screen-n", "4", "--confirm-n", "2", "--final-n", "2", "--warmup", "100ms", "--backend", "cfs", "-q",
+// shortRun are the smallest sizes: a race and a final of 4 per arm, a few
+// dozen trials.
+var shortRun = []string{"--adapter", "jsonl", "--final-n", "4", "--warmup", "100ms", "--backend", "cfs", "-q",
 	"--metric", "p50_ms", "--min-effect", "95%"} // the machine is shared: these tests are about the machinery, not effects
 
 // checkClean asserts what every refine exit must leave: the workload's
@@ -150,8 +151,8 @@ func checkSpinners(t *testing.T, l *ledger.Ledger) {
 }
 
 // TestRefineDemo runs refine end to end on the demo workload with its jsonl
-// benchmark and the CFS backend: calibration, a round, the final
-// comparison, a ledger that reads back and nothing left changed.
+// benchmark and the CFS backend: a raced round, the final comparison, a
+// ledger that reads back and nothing left changed.
 func TestRefineDemo(t *testing.T) {
 	schedulertest.NeedBackend(t, cfs.New(cfs.Options{}))
 	tt := buildCLI(t)
@@ -174,24 +175,31 @@ func TestRefineDemo(t *testing.T) {
 	for _, d := range l.Decisions {
 		stages[d.Stage]++
 	}
-	// The rig's three arms: tier only and the product described, the
-	// profile decided against tier only.
-	if stages["calibration"] != 1 || stages["final"] != 3 || l.End == nil {
-		t.Errorf("decisions by stage %v, end %v", stages, l.End)
+	// A race, then the final with the rig's three arms: a look or two of
+	// the common effect, the level's checks, tier only and the product
+	// described; the profile decided against tier only.
+	looks := 0
+	for _, d := range l.Decisions {
+		if d.Look != nil {
+			looks++
+		}
+	}
+	if stages["race"] == 0 || looks == 0 || stages["final"] != looks+3 || stages["calibration"] != 0 || l.End == nil {
+		t.Errorf("decisions by stage %v (%d looks), end %v", stages, looks, l.End)
 	}
 	if len(l.Done()) != len(l.Starts) {
 		t.Errorf("%d trials started, %d done", len(l.Starts), len(l.Done()))
 	}
-	if !strings.Contains(string(b), "calibration (stock vs stock)") {
+	if !strings.Contains(string(b), "hill climbing: 1 round(s)") || !strings.Contains(string(b), "final (tier + refined vs tier only):") {
 		t.Error("no summary")
 	}
 	checkClean(t, w, before, filepath.Join(out, "ledger.jsonl"))
 }
 
 // misbehave writes a benchmark that measures the demo workload for its
-// first five runs (calibration's four and one more, so that a profile is in
-// force) and then does what mode says: fail, print garbage, hang, or kill
-// the target (pid) mid-run.
+// first five runs (the race's first block: the incumbent, then candidates,
+// so that a profile is in force) and then does what mode says: fail, print
+// garbage, hang, or kill the target (pid) mid-run.
 func misbehave(t *testing.T, stats, mode string, pid int) string {
 	t.Helper()
 	dir := t.TempDir()
@@ -309,7 +317,7 @@ func TestRefineResumeAfterSIGKILL(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Kill during the 9th trial: past calibration, a profile in force.
+	// Kill during the 9th trial: inside the race, a profile in force.
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
