@@ -41,7 +41,11 @@ func (r *RefineRun) Report(w io.Writer) error {
 	fmt.Fprintf(w, "ledger    %s\n", r.Ledger)
 	fmt.Fprintf(w, "report    %s\n", filepath.Join(r.Dir, report.File))
 	if r.Refined == "" {
-		_, err := fmt.Fprintf(w, "refined   none written: the refined profile did not beat %s in the final comparison\n", cmp.Or(res.Reference, "stock CFS"))
+		base := cmp.Or(res.Reference, "stock CFS")
+		if r.Config.Tier {
+			base = "tier only"
+		}
+		_, err := fmt.Fprintf(w, "refined   none written: the refined profile did not beat %s in the final comparison\n", base)
 		return err
 	}
 	_, err := fmt.Fprintf(w, "refined   %s\n", r.Refined)

@@ -142,6 +142,9 @@ type engine struct {
 	// visited are the realised keys of the incumbents so far: a candidate
 	// that goes back to one is not raced again.
 	visited map[string]bool
+	// ends are the incumbent's trials before and after every race block
+	// so far, from which the noise is read (raceNoise).
+	ends [][2]sample
 }
 
 // Run refines base: calibration, hill climbing, final comparison. It
@@ -320,8 +323,9 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 
 // finalN is the final's n per arm and level: Config.FinalN, or sized from
 // the noise measured so far for 80% power at 1.5× the minimum effect
-// (stats.FinalN), at least minFinalN and at most MaxN; 8 before any noise
-// is measured.
+// (stats.FinalN) and for every relative guard's loss to be bounded within
+// its tolerance with 80% power when there is none (stats.NonInferiorN), at
+// least minFinalN and at most MaxN; 8 before any noise is measured.
 func (e *engine) finalN() int {
 	c := &e.cfg
 	if c.FinalN > 0 {
@@ -331,6 +335,16 @@ func (e *engine) finalN() int {
 		return 8
 	}
 	n := stats.FinalN(e.res.Noise, c.MinEffect, c.Alpha, 0.8, len(c.Ladder))
+	// A kept profile must also bound every guard's loss at every level:
+	// n for that too, at each relative guard's own noise.
+	for _, g := range c.Guards {
+		if g.Count || g.Bound <= 0 {
+			continue
+		}
+		if sigma, _ := raceNoise(e.ends, g.Metric); sigma > 0 {
+			n = max(n, stats.NonInferiorN(sigma, g.Bound, c.Alpha, 0.8))
+		}
+	}
 	n += n % 2
 	return min(max(n, minFinalN), c.MaxN)
 }
@@ -488,19 +502,21 @@ func (e *engine) climb(ctx context.Context, inc Arm) (*roundState, error) {
 		return r, err
 	}
 	r.Partial = rr.partial
-	if n := raceNoise(rr.incLogs); !math.IsNaN(n) && e.round == 1 {
-		// The first round's incumbent is what the final's noise is like:
-		// its trials switch arms as the final's do.
+	// Every round's incumbent ends measure the noise the final will see:
+	// their trials switch arms as the final's do. The estimate grows
+	// with the rounds.
+	e.ends = append(e.ends, rr.ends...)
+	if n, blocks := raceNoise(e.ends, c.Metric); !math.IsNaN(n) {
 		e.res.Noise = n
-		e.env.Log("noise: %s varies %.1f%% (σ of log values, 1.4826·MAD of the incumbent's before/after ratio per block / √2, %d blocks); the final needs n=%d per arm and level",
-			c.Metric, 100*n, len(rr.incLogs), e.finalN())
+		e.env.Log("noise: %s varies %.1f%% (σ of log values, 1.4826·MAD of the incumbent's before/after ratio per block / √2, %d blocks so far); the final needs n=%d per arm and level",
+			c.Metric, 100*n, blocks, e.finalN())
 		// Refused only when even the noise's lower 95% bound is too much:
 		// a few blocks measure it roughly (1.4826·MAD's relative standard
 		// error is about 1.17/√blocks).
-		low := n * max(0, 1-1.645*1.17/math.Sqrt(float64(len(rr.incLogs))))
+		low := n * max(0, 1-1.645*1.17/math.Sqrt(float64(blocks)))
 		if d := stats.Detectable(low, c.MaxN, c.MinEffect, c.Alpha, 0.8, len(c.Ladder)); c.FinalN == 0 && low > 0 && d > 2*c.MinEffect {
 			return r, fmt.Errorf("%w: %s varies %.1f%% between trials (σ of log values over %d blocks of the race) against the minimum effect %s: even the largest final (n=%d per arm and level) would detect only effects of %s or more; lengthen the benchmark, quiet the machine or raise the minimum effect",
-				ErrNoisy, c.Metric, 100*n, len(rr.incLogs), pctAbs(c.MinEffect), c.MaxN, pctAbs(d))
+				ErrNoisy, c.Metric, 100*n, blocks, pctAbs(c.MinEffect), c.MaxN, pctAbs(d))
 		}
 	}
 	rungs := rr.winner.rung

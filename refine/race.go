@@ -111,7 +111,8 @@ type raceResult struct {
 	racers  []*racer
 	winner  *racer
 	partial bool // the budget cut a rung short
-	incLogs [][2]float64
+	// ends are the incumbent's trials before and after each block.
+	ends [][2]sample
 }
 
 // race runs the candidates against inc by successive halving within
@@ -206,6 +207,13 @@ func metricShift(score float64, dir stats.Direction) float64 {
 // gainOf turns a score into a relative gain, positive better.
 func gainOf(score float64) float64 { return math.Exp(score) - 1 }
 
+// gainSE is the standard error of the scores' mean as a relative gain:
+// how far one standard error above the mean moves the gain.
+func gainSE(scores []float64) float64 {
+	m := meanOf(scores)
+	return gainOf(m+se(scores)) - gainOf(m)
+}
+
 // rung runs m blocks of alive against inc, each at one background level
 // (the ladder in turn, from a shuffled start), and adds the scores.
 func (e *engine) rung(ctx context.Context, ri int, inc Arm, alive []*racer, m int, res *raceResult, afterFirst func() error) error {
@@ -242,7 +250,7 @@ func (e *engine) rung(ctx context.Context, ri int, inc Arm, alive []*racer, m in
 			return fmt.Errorf("race: %s = %g and %g in the incumbent's trials: a race scores log ratios and needs positive values", c.Metric, a, z)
 		}
 		la, lz := math.Log(a), math.Log(z)
-		res.incLogs = append(res.incLogs, [2]float64{la, lz})
+		res.ends = append(res.ends, [2]sample{first, last})
 		for pos, i := range order {
 			r := alive[i]
 			v := xs[pos].metrics[c.Metric]
@@ -268,21 +276,25 @@ func (e *engine) rung(ctx context.Context, ri int, inc Arm, alive []*racer, m in
 	return nil
 }
 
-// raceNoise is the noise of one trial the race measured: the spread of the
-// log ratio between each block's two incumbent trials (each one after a
-// switch of arm, as every trial of the final is), robust to the odd
-// outlier (1.4826·MAD), divided by √2 for the two trials in each ratio.
-// It is the σ of log values, which for small noise is the coefficient of
-// variation. NaN with fewer than three blocks.
-func raceNoise(pairs [][2]float64) float64 {
-	if len(pairs) < 3 {
-		return math.NaN()
+// raceNoise is the noise of one trial of metric the races measured: the
+// spread of the log ratio between each block's two incumbent trials (each
+// one after a switch of arm, as every trial of the final is), robust to
+// the odd outlier (1.4826·MAD), divided by √2 for the two trials in each
+// ratio. It is the σ of log values, which for small noise is the
+// coefficient of variation. NaN with fewer than three blocks that report
+// the metric positive.
+func raceNoise(ends [][2]sample, metric string) (sigma float64, blocks int) {
+	var d []float64
+	for _, p := range ends {
+		a, z := p[0].metrics[metric], p[1].metrics[metric]
+		if a > 0 && z > 0 {
+			d = append(d, math.Log(z)-math.Log(a))
+		}
 	}
-	d := make([]float64, len(pairs))
-	for i, p := range pairs {
-		d[i] = p[1] - p[0]
+	if len(d) < 3 {
+		return math.NaN(), len(d)
 	}
-	return stats.MADSigma(d) / math.Sqrt2
+	return stats.MADSigma(d) / math.Sqrt2, len(d)
 }
 
 // stepRule says whether the race's winner becomes the next incumbent: its
@@ -294,7 +306,7 @@ func raceNoise(pairs [][2]float64) float64 {
 func (e *engine) stepRule(w *racer) (bool, string) {
 	m, s := meanOf(w.last), se(w.last)
 	need := math.Log1p(e.cfg.MinEffect / 2)
-	gain := fmt.Sprintf("%s ± %s over %d trials of rung %d", stats.FormatShift(gainOf(m)), pctAbs(gainOf(m+s)-gainOf(m)), len(w.last), w.rung)
+	gain := fmt.Sprintf("%s ± %s over %d trials of rung %d", stats.FormatShift(gainOf(m)), pctAbs(gainSE(w.last)), len(w.last), w.rung)
 	switch {
 	case m < need:
 		return false, fmt.Sprintf("the winner's gain %s is below half the minimum effect (%s)", gain, pctAbs(e.cfg.MinEffect/2))
@@ -318,7 +330,7 @@ func (e *engine) raceDecision(r *racer, rungs int, verdict, reason string) ledge
 		Test: "race", Metric: c.Metric, Bg: ledger.AllLevels, N: [2]int{len(r.base), len(r.trials)},
 		Effect: ledger.Interval{Lo: ledger.Num(math.NaN()), Center: ledger.Num(shift), Hi: ledger.Num(math.NaN())}, P: ledger.Num(math.NaN()),
 		Verdict: verdict, Race: &ledger.Race{Rung: r.rung, Rungs: rungs, Rank: r.rank, Of: r.of, Trials: len(r.trials),
-			Gain: ledger.Num(gainOf(meanOf(r.last))), GainSE: ledger.Num(se(r.last))},
+			Gain: ledger.Num(gainOf(meanOf(r.last))), GainSE: ledger.Num(gainSE(r.last))},
 		Reason: reason}
 	d.Line = fmt.Sprintf("%-11s %s  %s ≈ %s over %d trials, rank %d of %d in rung %d/%d", StageRace, d.Step, c.Metric, stats.FormatShift(shift), len(r.trials), r.rank, r.of, r.rung, rungs)
 	return d

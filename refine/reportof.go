@@ -195,7 +195,7 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 			}
 			lv.Delta = delta
 			for _, g := range d.Guards {
-				lv.Guards = append(lv.Guards, report.GuardCheck{Metric: g.Metric, Change: g.Change(), Worst: g.WorstChange(), Tolerance: guardBound(g), Vetoed: g.Regresses})
+				lv.Guards = append(lv.Guards, report.GuardCheck{Metric: g.Metric, Change: g.Change(), Worst: worstChange(cfg, g), Tolerance: guardBound(g), Vetoed: g.Regresses})
 			}
 		}
 		r.Ladder = append(r.Ladder, lv)
@@ -271,6 +271,23 @@ func mechanismText(m *ledger.Mechanism) string {
 		moved = "moved"
 	}
 	return fmt.Sprintf("group %q %s %.3g → %.3g (predicted %s, p=%.3g): %s", m.Group, m.Counter, float64(m.Base), float64(m.Cand), m.Predicted, float64(m.P), moved)
+}
+
+// worstChange is a guard's loss bound as a change of the metric, signed
+// as Change is ("-4.7%" of throughput, "+4" errors), the way the report's
+// guard table prints it.
+func worstChange(cfg Config, g ledger.Guard) string {
+	w := float64(g.Worst)
+	for _, c := range cfg.Guards {
+		if c.Metric == g.Metric && c.Dir == stats.HigherIsBetter {
+			w = -w
+		}
+	}
+	m := stats.Relative
+	if g.Count {
+		m = stats.Count
+	}
+	return stats.FormatChange(m, w)
 }
 
 // guardBound prints a ledger guard's bound the way Guard.String does.

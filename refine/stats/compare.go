@@ -194,14 +194,5 @@ func pairwise(b, c []float64, k int, f func(x, y float64) float64) Interval {
 		}
 	}
 	slices.Sort(d)
-	m := len(d)
-	center := d[m/2]
-	if m%2 == 0 {
-		center = (d[m/2-1] + d[m/2]) / 2
-	}
-	iv := Interval{math.Inf(-1), center, math.Inf(1)}
-	if k >= 1 {
-		iv.Lo, iv.Hi = d[k-1], d[m-k]
-	}
-	return iv
+	return orderInterval(d, k)
 }

@@ -3,6 +3,8 @@ package stats
 import (
 	"fmt"
 	"math"
+
+	mstats "github.com/aclements/go-moremath/stats"
 )
 
 // NonInferior reports whether cand's loss against base, in dir, is within
@@ -93,4 +95,19 @@ func needForBound(confidence float64) int {
 		n++
 	}
 	return n
+}
+
+// NonInferiorN is the n per arm with which NonInferior, at one-sided level
+// alpha, shows a metric whose true loss is none to be within tolerance
+// with the given power, at noise cv (σ of log values): the one-sided
+// bound must come below ln(1+tolerance), the Hodges–Lehmann estimate of a
+// log shift having variance ≈ (π/3)·2σ²/n. One trial is added for the
+// rank statistics' discreteness. 0 when an argument is out of range.
+func NonInferiorN(cv, tolerance, alpha, power float64) int {
+	if !(cv > 0 && tolerance > 0 && alpha > 0 && alpha < 1 && power > 0 && power < 1) {
+		return 0
+	}
+	z := mstats.StdNormal.InvCDF(1-alpha) + mstats.StdNormal.InvCDF(power)
+	margin := math.Log1p(tolerance)
+	return int(math.Ceil(z*z*(math.Pi/3)*2*math.Log1p(cv*cv)/(margin*margin))) + 1
 }

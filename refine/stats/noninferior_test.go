@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -62,4 +63,27 @@ func TestNonInferior(t *testing.T) {
 	if want := -d.Comparison.Rel.Lo; d.Bound != want || d.Change != d.Comparison.Rel.Center {
 		t.Errorf("Bound %g Change %g, want %g and %g", d.Bound, d.Change, want, d.Comparison.Rel.Center)
 	}
+}
+
+// TestNonInferiorN: at the n it gives, NonInferior shows a metric with no
+// true loss within tolerance about as often as the power asked for
+// (simulated, lognormal noise), and n grows as the tolerance shrinks.
+func TestNonInferiorN(t *testing.T) {
+	n := NonInferiorN(0.05, 0.05, 0.05, 0.8)
+	if n < 4 || NonInferiorN(0.05, 0.025, 0.05, 0.8) <= n || NonInferiorN(0, 0.05, 0.05, 0.8) != 0 {
+		t.Fatalf("NonInferiorN = %d; want ≥ 4, growing as the tolerance shrinks, 0 for no noise", n)
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	ok := 0
+	const sims = 1000
+	for range sims {
+		base, cand := lognormal(rng, n, 0.05, 1), lognormal(rng, n, 0.05, 1)
+		if in, _ := NonInferior(base, cand, HigherIsBetter, Relative, 0.05, 0.05); in {
+			ok++
+		}
+	}
+	if p := Proportion(ok, sims, 0.95); p.Hi < 0.8 || p.Lo > 0.95 {
+		t.Errorf("n=%d: non-inferior in %d of %d (%.3f [%.3f, %.3f]); want about 80%%", n, ok, sims, p.Center, p.Lo, p.Hi)
+	}
+	t.Logf("n=%d per arm: non-inferior in %d of %d", n, ok, sims)
 }
