@@ -69,26 +69,33 @@ func newRefineCmd() *cobra.Command {
 		Long: `Refine measures a workload profile against stock CFS with a benchmark and keeps
 only what measurably helps.
 
-It first runs stock against stock (calibration): the benchmark's noise per metric.
-When the noise is large against --min-effect it raises the number of trials, or
-refuses with the numbers. Then it climbs one parameter at a time from PROFILE: a
-group's treatment (relaxed or dropped, e.g. for a group that helps under load and
-hurts at idle), exclusive_cores with cpu_fraction following the sizing rule,
-slice_us, weight, preempt, and whether a family belongs to its group. Every
-candidate is linted for the backend and this machine and never applied if lint
-refuses it. Each candidate runs against the current profile in randomised ABBA
-blocks (one benchmark run = one sample; between arms the previous profile is
-reverted and --warmup discarded), screened on a few trials and confirmed on
-fresh ones. A step is accepted only when the Mann-Whitney test is significant at
---alpha after Holm's correction across the round, the shift's interval clears
---min-effect, and no --guard metric regresses. It stops when a round accepts
-nothing or the budget (--max-trials, --max-time) would not fit another round,
-then compares stock against the refined profile on fresh trials: only a profile
-that wins there is written.
+It climbs one parameter at a time from PROFILE: a group's treatment (relaxed or
+dropped, e.g. for a group that helps under load and hurts at idle),
+exclusive_cores with cpu_fraction following the sizing rule, slice_us, weight,
+preempt, and whether a family belongs to its group. Every candidate is linted for
+the backend and this machine and never applied if lint refuses it, and never run
+if it leaves the kernel state as an arm already measured does. Each round is a
+race: the candidates run against the current profile by successive halving
+(--race-n runs each in the first rung, three times as many for the best third in
+the next), every block the current profile before and after (one benchmark run =
+one sample; between arms the previous profile is reverted and --warmup
+discarded). A race ranks and tests nothing; its winner becomes the current
+profile when it gained at least half --min-effect. The race's runs of the current
+profile also measure the noise, which sizes the final.
 
-The mechanism check: for each confirmed step refine compares the changed group's
-involuntary preemptions per second between the arms; a metric win without it is
-flagged SUSPECT.
+The final is the one test: stock against the refined profile on fresh runs,
+group-sequential (two looks, --alpha spent over them), the background levels
+strata of one stratified rank test. The profile is kept only when the interval of
+its common effect clears --min-effect and, at every level, the loss of the metric
+is bounded within --harm and every --guard's within its bound (non-inferiority).
+The plan is printed first and re-planned as runs arrive within --max-trials and
+--max-time; when one raced round and the final cannot fit, refine says so after
+the first block, with the budget that would. --calibration-n N adds a stock
+against stock comparison first (A/A: a measured false accept).
+
+The mechanism check: for a step taken refine compares the changed group's
+involuntary preemptions per second between the winner's runs and the current
+profile's; a metric win without it is flagged SUSPECT.
 
 With --background N (or each level of --ladder) every trial runs N CPU spinners
 in a cgroup of their own with the lowest CPU weight (BestEffort pods), the same

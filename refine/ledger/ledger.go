@@ -78,7 +78,7 @@ type Machine = machine.Identity
 type TrialStart struct {
 	Type      string    `json:"type"`
 	Trial     string    `json:"trial"` // unique, deterministic id: stage/comparison/index
-	Stage     string    `json:"stage"` // calibration, screen, confirm, final
+	Stage     string    `json:"stage"` // calibration, race, final, canary
 	Step      string    `json:"step,omitempty"`
 	Arm       string    `json:"arm"`       // "A" (reference) or "B" (candidate)
 	Candidate string    `json:"candidate"` // hash of the arm's profile; "stock" for no profile

@@ -51,8 +51,7 @@ func (v Verdict) String() string {
 type Decision struct {
 	Verdict    Verdict
 	Comparison Comparison
-	// Alpha is the level the p-value was held to: Rule.Alpha, or the Holm
-	// level of this hypothesis within a round.
+	// Alpha is the level the p-value was held to.
 	Alpha float64
 	// Reason is one benchstat-style line: metric, n per arm, medians with
 	// intervals, the relative shift with its interval, p, and why.
@@ -79,14 +78,14 @@ func (d Decision) Accepted() bool { return d.Verdict == Better }
 // MinEffect in the better direction. Intervals are at confidence 1−Alpha,
 // the level dual to the test.
 func Decide(base, cand []float64, r Rule) Decision {
-	return decide(Compare(base, cand, 1-r.Alpha), r, r.Alpha, "")
+	return decide(Compare(base, cand, 1-r.Alpha), r, r.Alpha)
 }
 
 // Pair is one candidate of a round with the baseline trials interleaved
 // with it.
 type Pair struct{ Base, Cand []float64 }
 
-func decide(c Comparison, r Rule, alpha float64, note string) Decision {
+func decide(c Comparison, r Rule, alpha float64) Decision {
 	dir := r.Dir.sign()
 	d := Decision{Comparison: c, Alpha: alpha}
 	rel := c.Rel
@@ -97,9 +96,6 @@ func decide(c Comparison, r Rule, alpha float64, note string) Decision {
 	}
 	var why string
 	switch {
-	case alpha <= 0:
-		d.Verdict = NoDifference
-		why = fmt.Sprintf("not tested: Holm stopped at a smaller p-value of this round (p=%.3g)", c.P)
 	case c.MinP >= alpha:
 		d.Verdict = TooFewSamples
 		why = fmt.Sprintf("need ≥ %d samples per arm: the smallest p with n=%d+%d is %.3g ≥ α=%.3g",
@@ -122,9 +118,6 @@ func decide(c Comparison, r Rule, alpha float64, note string) Decision {
 		d.Verdict = NoDifference
 		why = fmt.Sprintf("rejected: p=%.3g < α=%.3g but the interval does not clear %s %s",
 			c.P, alpha, pct(r.MinEffect), r.Dir.Better())
-	}
-	if note != "" {
-		why += " (" + note + ")"
 	}
 	d.Reason = Line(r.Metric, c) + "  " + why
 	return d

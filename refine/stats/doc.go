@@ -1,9 +1,8 @@
 // Package stats holds the two-sample statistics refine decides with, built
 // so that it cannot overclaim: medians with distribution-free intervals, the
 // Mann–Whitney U test, the Hodges–Lehmann shift with the interval that the
-// Mann–Whitney distribution gives it, Holm's correction across a round of
-// candidates, and a simulator that measures the false-accept rate and the
-// power of the decision rule itself.
+// Mann–Whitney distribution gives it, and a simulator of the final that
+// measures the keep rate of the decision rule itself (SimulateFinal).
 //
 // The final — the one confirmatory comparison of a run — is a
 // group-sequential test (Sequential): the background levels are strata of
@@ -18,7 +17,8 @@
 // (the engine of benchstat) and the distributions under it from
 // github.com/aclements/go-moremath; gonum supplies the moments and the Beta
 // quantiles. What neither has — the Hodges–Lehmann shift and its interval,
-// the smallest reachable p, Holm, the acceptance rule — lives here.
+// the smallest reachable p, the stratified test, α-spending, the
+// non-inferiority bounds, the acceptance rule — lives here.
 //
 // One trial is one sample: callers pass each trial's value of a metric (for
 // example each run's p99), never latencies pooled across runs.
