@@ -188,8 +188,8 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 	}
 	prog := console.NewLine(stderr, f.quiet, 10*time.Second)
 	statePath := cfs.StatePath(cfs.DefaultStateDir, os.Getpid())
-	backend, err := chooseBackend(f.backend, cfs.Options{StateFile: statePath,
-		Note: console.Once(func(msg string) { prog.Log("note: %s", msg) })}, stderr)
+	copts := cfs.Options{StateFile: statePath, Note: console.Once(func(msg string) { prog.Log("note: %s", msg) })}
+	backend, err := chooseBackend(f.backend, copts, stderr)
 	if err != nil {
 		return err
 	}
@@ -234,6 +234,15 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 	defer release()
 	live.Target, live.Rig, live.Bench = tgt, f.rig, f.clientBench(live.Bench)
 	bc = live.Bench
+	if _, onCFS := backend.(*cfs.Backend); onCFS && f.rig != nil {
+		// The rig exists now: whole cores a profile reserves are taken
+		// from the rig's pods only, never from the client's cpuset (a
+		// client narrowed onto a spinner's CPU can starve, as refine's
+		// backend knows too).
+		copts.CpusetScope = f.rig.CpusetScope()
+		backend = cfs.New(copts)
+		live.Backend = backend
+	}
 	if len(command) > 0 {
 		time.Sleep(f.warmup) // a server just started is not listening yet
 	}

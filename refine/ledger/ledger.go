@@ -27,8 +27,11 @@ import (
 	"temper.codes/temper-train/refine/stats"
 )
 
-// Version is the ledger format version written in the header.
-const Version = 1
+// Version is the ledger format version written in the header. Version 2:
+// rounds are races (stage "race", Decision.Race) and the final is
+// group-sequential (Decision.Look); a version 1 ledger's screen and confirm
+// decisions can be neither replayed nor reported by this engine.
+const Version = 2
 
 // Record kinds, the "type" of every line.
 const (
@@ -629,7 +632,7 @@ func parse(path string, r io.Reader) (*Ledger, error) {
 		return nil, fmt.Errorf("ledger %s: empty: no header", path)
 	}
 	if l.Header.Version != Version {
-		return nil, fmt.Errorf("ledger %s line 1: version %d, this temper-train reads version %d", path, l.Header.Version, Version)
+		return nil, fmt.Errorf("ledger %s line 1: version %d, this temper-train reads version %d (a ledger from another refine engine: its REPORT.md stands; start a new run rather than resume it)", path, l.Header.Version, Version)
 	}
 	return l, nil
 }

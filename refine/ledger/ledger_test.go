@@ -133,3 +133,17 @@ func TestDecisionShift(t *testing.T) {
 		t.Errorf("Shift() = %q; want %q", got, want)
 	}
 }
+
+// TestReadRefusesOtherVersion: a ledger of another format version (an
+// older engine's screen and confirm) is refused on reading, with a line
+// that says what to do, so that no run resumes it.
+func TestReadRefusesOtherVersion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ledger.jsonl")
+	if err := os.WriteFile(path, []byte(`{"type":"header","version":1,"profile":"p.toml"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Read(path)
+	if err == nil || !strings.Contains(err.Error(), "version 1, this temper-train reads version 2") || !strings.Contains(err.Error(), "start a new run") {
+		t.Fatalf("err %v", err)
+	}
+}
