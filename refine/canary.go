@@ -131,10 +131,7 @@ func CheckCandidate(ctx context.Context, cfg Config, last, cand *profiles.Profil
 	rule := e.rule()
 	rule.Alpha = alpha
 	seq := stats.Sequential{Rule: rule, Harm: c.Harm, Looks: []int{n}}
-	var strata []stats.Pair
-	for _, bg := range c.Ladder {
-		strata = append(strata, stats.Pair{Base: values(xs[bg][0], c.Metric), Cand: values(xs[bg][1], c.Metric)})
-	}
+	strata := e.strata(xs, 0, 1)
 	rules, guards := e.guardData(xs, c.Ladder, 0, 1)
 	lk := seq.Look(0, strata, rules, guards)
 	chk := &Check{}

@@ -641,6 +641,10 @@ func guardFails(gs []ledger.Guard) string {
 	return ""
 }
 
+// verdictDescribed is the verdict of the final's contrasts that decide
+// nothing: tier only and tier + refined against the reference.
+const verdictDescribed = "described, not decided"
+
 // looks are the final's cumulative n per arm and level at each look: two
 // looks, at half and at all of n, when half is still enough to bound a
 // loss; else one.
@@ -718,12 +722,8 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 				xs[bg][side] = append(xs[bg][side], x[side]...)
 			}
 		}
-		var strata []stats.Pair
-		for _, bg := range c.Ladder {
-			strata = append(strata, stats.Pair{Base: values(xs[bg][b], c.Metric), Cand: values(xs[bg][r], c.Metric)})
-		}
 		rules, guards = e.guardData(xs, c.Ladder, b, r)
-		lk = seq.Look(k, strata, rules, guards)
+		lk = seq.Look(k, e.strata(xs, b, r), rules, guards)
 		d := e.lookDecision(lk, len(seq.Looks), refined, base)
 		if err := e.record(&d); err != nil {
 			return err
@@ -758,7 +758,7 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 		}{{1, arms[1], "tier only vs " + stock.Step.Param}, {2, refined, "tier + refined vs " + stock.Step.Param}} {
 			for _, bg := range c.Ladder {
 				cmp := stats.Compare(values(xs[bg][0], c.Metric), values(xs[bg][arm.side], c.Metric), 1-2*c.Alpha)
-				d := e.levelDecision(StageFinal, arm.a, arm.step, bg, cmp, "described, not decided", false)
+				d := e.levelDecision(StageFinal, arm.a, arm.step, bg, cmp, verdictDescribed, false)
 				if err := e.record(&d); err != nil {
 					return err
 				}
@@ -1087,6 +1087,16 @@ func (e *engine) levelDecision(stage string, cand Arm, step string, bg int, cmp 
 		Verdict: verdict, Accepted: accepted, Reason: verdict}
 	d.Line = fmt.Sprintf("%-11s %s  bg=%d  %s", stage, d.Step, bg, stats.Line(c.Metric, cmp))
 	return d
+}
+
+// strata are the primary metric's samples by level, side b against side
+// r: the final's and the canary check's strata.
+func (e *engine) strata(xs map[int][][]sample, b, r int) []stats.Pair {
+	var ps []stats.Pair
+	for _, bg := range e.cfg.Ladder {
+		ps = append(ps, stats.Pair{Base: values(xs[bg][b], e.cfg.Metric), Cand: values(xs[bg][r], e.cfg.Metric)})
+	}
+	return ps
 }
 
 // guardData are the guards with their samples by level (side b against

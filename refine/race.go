@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"temper.codes/temper-train/refine/ledger"
 	"temper.codes/temper-train/refine/stats"
 )
@@ -81,15 +83,12 @@ type racer struct {
 
 func (r *racer) mean() float64 { return meanOf(r.scores) }
 
+// meanOf is the mean score; a racer without one ranks last.
 func meanOf(x []float64) float64 {
 	if len(x) == 0 {
 		return math.Inf(-1)
 	}
-	s := 0.0
-	for _, v := range x {
-		s += v
-	}
-	return s / float64(len(x))
+	return stat.Mean(x, nil)
 }
 
 // se is the standard error of the mean of x (+Inf below two values).
@@ -97,12 +96,7 @@ func se(x []float64) float64 {
 	if len(x) < 2 {
 		return math.Inf(1)
 	}
-	m := meanOf(x)
-	ss := 0.0
-	for _, v := range x {
-		ss += (v - m) * (v - m)
-	}
-	return math.Sqrt(ss / float64(len(x)-1) / float64(len(x)))
+	return stat.StdErr(stat.StdDev(x, nil), float64(len(x)))
 }
 
 // raceResult is what a race found: the racers ranked (winner first) and

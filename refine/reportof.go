@@ -180,8 +180,10 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 				continue
 			}
 			delta := &report.Delta{NBase: d.N[0], NCand: d.N[1], Effect: d.Effect.Stats(), P: float64(d.P)}
-			if strings.HasSuffix(d.Step, " vs "+r.Arms[0].Name) || strings.HasPrefix(d.Step, "tier only vs") {
-				if r.Tier && strings.HasPrefix(d.Step, "tier + refined") {
+			if d.Verdict == verdictDescribed {
+				// Tier only or tier + refined against the reference:
+				// the latter is the product.
+				if d.Candidate != tierKey {
 					lv.Product = delta
 				}
 				continue
