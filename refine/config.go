@@ -41,7 +41,7 @@ type Config struct {
 	Eta   int `json:"eta"`
 	// FinalN is n per arm and level of the final comparison at its last
 	// look; 0 sizes it from the noise the race measured (stats.FinalN,
-	// 80% power at 1.5× MinEffect), within MaxN and the budget.
+	// 90% power at 1.5× MinEffect), within MaxN and the budget.
 	FinalN int `json:"final_n,omitempty"`
 	// Harm is the loss of the primary metric tolerated at any level: the
 	// final keeps a profile only if at every level the one-sided upper
@@ -175,6 +175,12 @@ func (c *Config) finalTrials(n int) int {
 	}
 	return c.trials(n)
 }
+
+// finalPower is the power the final is sized for (stats.FinalN) at 1.5×
+// the minimum effect, and that the smallest detectable effect is stated
+// at: above the 80% a whole run is held to at that effect, since the race
+// before it misses the right step now and then.
+const finalPower = 0.9
 
 // minFinalN is the least n per arm and level of a final: with fewer, no
 // level's loss can be bounded at α = 0.05 (stats.NonInferior).

@@ -29,6 +29,8 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine/ledger"
 	"temper.codes/temper-train/refine/stats"
@@ -44,7 +46,7 @@ const (
 
 // ErrNoisy is wrapped when the noise the race measured, even at its lower
 // 95% bound, is too large for the final at its largest n (MaxN) to have
-// 80% power at twice the minimum effect: refine refuses rather than run a
+// 90% power at twice the minimum effect: refine refuses rather than run a
 // final that could not show what it is for.
 var ErrNoisy = errors.New("benchmark too noisy")
 
@@ -81,7 +83,7 @@ type Result struct {
 	// Noise is the σ of one trial's log value the race measured
 	// (raceNoise; about the coefficient of variation), NaN before it
 	// measured any. FinalN is the final's n per arm and level, and
-	// Detectable the smallest effect it had 80% power for.
+	// Detectable the smallest effect it had 90% power for.
 	Noise      float64
 	FinalN     int
 	Detectable float64
@@ -109,6 +111,9 @@ type Round struct {
 	Unchanged int
 	Decisions []ledger.Decision // one per candidate: its standing
 	Accepted  *Step
+	// Carried counts the candidates not raced again: what an earlier
+	// round measured says they would not step (engine.carry).
+	Carried int
 	// Partial is set when the budget cut the race short: a winner that
 	// the step rule holds back then is not convergence.
 	Partial bool
@@ -143,8 +148,13 @@ type engine struct {
 	// that goes back to one is not raced again.
 	visited map[string]bool
 	// ends are the incumbent's trials before and after every race block
-	// so far, from which the noise is read (raceNoise).
-	ends [][2]sample
+	// so far and racers every candidate raced: the noise is read from
+	// their repeats (raceNoise).
+	ends   [][2]sample
+	racers []*racer
+	// known is what the races measured of each move and state, relative
+	// to the current incumbent (engine.remember), for engine.carry.
+	known knowledge
 }
 
 // Run refines base: calibration, hill climbing, final comparison. It
@@ -269,7 +279,7 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 	if c.FinalN > 0 {
 		sized = "set"
 	}
-	e.env.Log("plan: round 1 races ≤ %d candidates (%d lint-rejected) by successive halving, rungs %s (candidates×trials each, every block the incumbent before and after: %d trials); the final %s n per arm and level (%s; %d trials at n=%d), two looks; background levels %v",
+	e.env.Log("plan: round 1 races ≤ %d candidates (%d lint-rejected) by successive halving, rungs %s (candidates×trials each, every block between two incumbent trials, shared by the blocks at one level: %d trials); the final %s n per arm and level (%s; %d trials at n=%d), two looks; background levels %v",
 		k, len(rej), strings.Join(rungText, ", "), raceTrials(rs), finalArms, sized, c.finalTrials(finalN), finalN, c.Ladder)
 	e.env.Log("budget: %s; at least %d trials (one raced round and the final)", e.budgetString(), e.planned)
 
@@ -322,9 +332,10 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 }
 
 // finalN is the final's n per arm and level: Config.FinalN, or sized from
-// the noise measured so far for 80% power at 1.5× the minimum effect
-// (stats.FinalN) and for every relative guard's loss to be bounded within
-// its tolerance with 80% power when there is none (stats.NonInferiorN), at
+// the noise measured so far for 90% power at 1.5× the minimum effect
+// (stats.FinalN) at the noise's 80% upper bound (noiseBound), and for
+// every relative guard's loss to be bounded within
+// its tolerance with 90% power when there is none (stats.NonInferiorN), at
 // least minFinalN and at most MaxN; 8 before any noise is measured.
 func (e *engine) finalN() int {
 	c := &e.cfg
@@ -334,19 +345,35 @@ func (e *engine) finalN() int {
 	if math.IsNaN(e.res.Noise) || c.MinEffect == 0 {
 		return 8
 	}
-	n := stats.FinalN(e.res.Noise, c.MinEffect, c.Alpha, 0.8, len(c.Ladder))
+	sigma, df := raceNoise(e.ends, e.racers, c.Metric)
+	if math.IsNaN(sigma) {
+		sigma, df = e.res.Noise, 3
+	}
+	n := stats.FinalN(noiseBound(sigma, df), c.MinEffect, c.Alpha, finalPower, len(c.Ladder), c.Dir)
 	// A kept profile must also bound every guard's loss at every level:
 	// n for that too, at each relative guard's own noise.
 	for _, g := range c.Guards {
 		if g.Count || g.Bound <= 0 {
 			continue
 		}
-		if sigma, _ := raceNoise(e.ends, g.Metric); sigma > 0 {
-			n = max(n, stats.NonInferiorN(sigma, g.Bound, c.Alpha, 0.8))
+		if sigma, df := raceNoise(e.ends, e.racers, g.Metric); sigma > 0 {
+			n = max(n, stats.NonInferiorN(noiseBound(sigma, df), g.Bound, c.Alpha, finalPower))
 		}
 	}
 	n += n % 2
 	return min(max(n, minFinalN), c.MaxN)
+}
+
+// noiseBound is the one-sided 80% upper bound of a noise σ estimated with
+// df degrees of freedom (chi-square): what the final is sized at. An
+// estimate from a few races is as often low as high, and a final sized
+// at a low one falls short of its power, which a bigger final at a high
+// one does not make up for.
+func noiseBound(sigma float64, df int) float64 {
+	if df < 1 || !(sigma > 0) {
+		return sigma
+	}
+	return sigma * math.Sqrt(float64(df)/distuv.ChiSquared{K: float64(df)}.Quantile(0.2))
 }
 
 // reserve is the trials the final needs as far as the run knows now.
@@ -482,7 +509,15 @@ func (e *engine) climb(ctx context.Context, inc Arm) (*roundState, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &roundState{Round: Round{Index: e.round, Incumbent: inc.Hash, Candidates: len(cands), Rejected: rej, Unchanged: len(same)}, arms: cands}
+	cands, carried := e.carry(cands)
+	r := &roundState{Round: Round{Index: e.round, Incumbent: inc.Hash, Candidates: len(cands), Rejected: rej, Unchanged: len(same), Carried: len(carried)}, arms: cands}
+	for _, x := range carried {
+		d := e.carriedDecision(x)
+		if err := e.record(&d); err != nil {
+			return r, err
+		}
+		r.Decisions = append(r.Decisions, d)
+	}
 	if len(same) > 0 {
 		if err := e.note("round %d: %d candidate(s) leave the kernel state as an arm already measured does on this backend and are not run: %s", e.round, len(same), strings.Join(same, "; ")); err != nil {
 			return r, err
@@ -506,17 +541,17 @@ func (e *engine) climb(ctx context.Context, inc Arm) (*roundState, error) {
 	// their trials switch arms as the final's do. The estimate grows
 	// with the rounds.
 	e.ends = append(e.ends, rr.ends...)
-	if n, blocks := raceNoise(e.ends, c.Metric); !math.IsNaN(n) {
+	e.racers = append(e.racers, rr.racers...)
+	if n, df := raceNoise(e.ends, e.racers, c.Metric); !math.IsNaN(n) {
 		e.res.Noise = n
-		e.env.Log("noise: %s varies %.1f%% (σ of log values, 1.4826·MAD of the incumbent's before/after ratio per block / √2, %d blocks so far); the final needs n=%d per arm and level",
-			c.Metric, 100*n, blocks, e.finalN())
+		e.env.Log("noise: %s varies %.1f%% (σ of log values pooled over the races' repeats: %d degrees of freedom so far); the final needs n=%d per arm and level",
+			c.Metric, 100*n, df, e.finalN())
 		// Refused only when even the noise's lower 95% bound is too much:
-		// a few blocks measure it roughly (1.4826·MAD's relative standard
-		// error is about 1.17/√blocks).
-		low := n * max(0, 1-1.645*1.17/math.Sqrt(float64(blocks)))
-		if d := stats.Detectable(low, c.MaxN, c.MinEffect, c.Alpha, 0.8, len(c.Ladder)); c.FinalN == 0 && low > 0 && d > 2*c.MinEffect {
-			return r, fmt.Errorf("%w: %s varies %.1f%% between trials (σ of log values over %d blocks of the race) against the minimum effect %s: even the largest final (n=%d per arm and level) would detect only effects of %s or more; lengthen the benchmark, quiet the machine or raise the minimum effect",
-				ErrNoisy, c.Metric, 100*n, blocks, pctAbs(c.MinEffect), c.MaxN, pctAbs(d))
+		// a few repeats measure it roughly.
+		low := n * math.Sqrt(float64(df)/distuv.ChiSquared{K: float64(df)}.Quantile(0.95))
+		if d := stats.Detectable(low, c.MaxN, c.MinEffect, c.Alpha, finalPower, len(c.Ladder), c.Dir); c.FinalN == 0 && low > 0 && d > 2*c.MinEffect {
+			return r, fmt.Errorf("%w: %s varies %.1f%% between trials (σ of log values, %d degrees of freedom from the race) against the minimum effect %s: even the largest final (n=%d per arm and level) would detect only effects of %s or more; lengthen the benchmark, quiet the machine or raise the minimum effect",
+				ErrNoisy, c.Metric, 100*n, df, pctAbs(c.MinEffect), c.MaxN, pctAbs(d))
 		}
 	}
 	rungs := rr.winner.rung
@@ -545,6 +580,7 @@ func (e *engine) climb(ctx context.Context, inc Arm) (*roundState, error) {
 		}
 		r.Decisions = append(r.Decisions, d)
 	}
+	e.remember(rr, ok)
 	if ok {
 		s := w.arm.Step
 		r.Accepted = &s
@@ -682,10 +718,10 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 	}
 	e.res.FinalN = n
 	if !math.IsNaN(e.res.Noise) {
-		e.res.Detectable = stats.Detectable(e.res.Noise, n, c.MinEffect, c.Alpha, 0.8, len(c.Ladder))
+		e.res.Detectable = stats.Detectable(e.res.Noise, n, c.MinEffect, c.Alpha, finalPower, len(c.Ladder), c.Dir)
 	}
 	if sized := e.finalN(); n < sized {
-		if err := e.note("final: n=%d per arm and level fits the budget, not the n=%d the noise asks for: the smallest effect it can detect (80%% power) is %s, not 1.5× the minimum effect", n, sized, pctAbs(e.res.Detectable)); err != nil {
+		if err := e.note("final: n=%d per arm and level fits the budget, not the n=%d the noise asks for: the smallest effect it can detect (90%% power) is %s, not 1.5× the minimum effect", n, sized, pctAbs(e.res.Detectable)); err != nil {
 			return err
 		}
 	}

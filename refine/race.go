@@ -23,7 +23,10 @@ import (
 // race only has to find the candidate worth confirming, quickly.
 //
 // A rung runs blocks at one background level each: the incumbent, every
-// candidate still in the race in a random order, the incumbent again. A
+// candidate still in the race in a random order, the incumbent again;
+// consecutive blocks at the same level share the incumbent trial between
+// them (a rung runs its blocks level by level), so a block after the
+// first costs one trial more than its candidates. A
 // candidate's score in a block is its log ratio to the incumbent
 // interpolated (in log space) between the block's two incumbent trials,
 // signed so that positive is better: a drift across the block favours no
@@ -32,13 +35,16 @@ import (
 // race ends at the rung that leaves one.
 
 // lastRungMin is the least number of trials the last rung gives each of
-// its candidates: the winner's gain needs a spread to be read against.
+// its candidates: the winner's gain is read over its last rung (the
+// earlier rungs' scores are biased up by having been selected on), and
+// three trials give a mean to read against the races' pooled noise.
 const lastRungMin = 3
 
 // rung is one rung's plan.
 type rung struct {
-	alive int // candidates in it
-	m     int // trials per candidate (blocks)
+	alive  int // candidates in it
+	m      int // trials per candidate (blocks)
+	levels int // background levels it visits
 }
 
 // rungs plans the race for k candidates.
@@ -46,7 +52,7 @@ func (c *Config) rungs(k int) []rung {
 	var rs []rung
 	m := c.RaceN
 	for alive := k; ; {
-		rs = append(rs, rung{alive: alive, m: m})
+		rs = append(rs, rung{alive: alive, m: m, levels: len(c.Ladder)})
 		next := (alive + c.Eta - 1) / c.Eta
 		if alive <= 1 || next == alive || next <= 1 {
 			break
@@ -58,8 +64,18 @@ func (c *Config) rungs(k int) []rung {
 	return rs
 }
 
-// rungTrials is the trials a rung takes: k+2 per block.
-func (r rung) trials() int { return r.m * (r.alive + 2) }
+// trials is what the rung takes: k+1 per block, and one more incumbent
+// trial to open each level's run of blocks.
+func (r rung) trials() int { return blockTrials(r.alive, r.m, r.levels) }
+
+// blockTrials is the trials of m blocks of k candidates over the given
+// number of background levels, blocks at one level sharing their ends.
+func blockTrials(k, m, levels int) int {
+	if m <= 0 {
+		return 0
+	}
+	return m*(k+1) + min(m, max(levels, 1))
+}
 
 func raceTrials(rs []rung) int {
 	n := 0
@@ -77,8 +93,11 @@ type racer struct {
 	rung   int
 	rank   int
 	of     int
-	trials []sample // its own trials
-	base   []sample // the incumbent trials of its blocks
+	trials []sample  // its own trials
+	base   []sample  // the incumbent trials of its blocks: two per trial
+	at     []float64 // where each trial sat between them (0..1)
+	bg     []int     // each trial's background level
+	rungOf []int     // each trial's rung
 }
 
 func (r *racer) mean() float64 { return meanOf(r.scores) }
@@ -120,11 +139,13 @@ func (e *engine) race(ctx context.Context, inc Arm, cands []Arm, reserve func() 
 	}
 	res := &raceResult{}
 	alive := racers
+	var open *end // the incumbent trial the next block may start from
 	for ri, rg := range rs {
 		alive = alive[:min(rg.alive, len(alive))]
 		m := rg.m
+		cost := func(m int) int { return blockTrials(len(alive), m, rg.levels) }
 		// What the budget holds of this rung, keeping the final's trials.
-		for m > 0 && !e.fits(m*(len(alive)+2), reserve()) {
+		for m > 0 && !e.fits(cost(m), reserve()) {
 			m--
 		}
 		if m == 0 {
@@ -143,7 +164,7 @@ func (e *engine) race(ctx context.Context, inc Arm, cands []Arm, reserve func() 
 				return nil, err
 			}
 		}
-		e.planned = e.trials + m*(len(alive)+2) + raceTrials(rs[ri+1:]) + reserve()
+		e.planned = e.trials + cost(m) + raceTrials(rs[ri+1:]) + reserve()
 		for _, r := range alive {
 			r.last, r.rung = nil, ri+1
 		}
@@ -152,18 +173,20 @@ func (e *engine) race(ctx context.Context, inc Arm, cands []Arm, reserve func() 
 			// The first block has timed a trial: say now, not after the
 			// budget is gone, if the round and the final cannot both fit.
 			check = func() error {
-				rest := (m-1)*(len(alive)+2) + raceTrials(rs[1:])
+				more := cost(m) - (len(alive) + 2)
+				rest := more + raceTrials(rs[1:])
 				fin := e.cfg.finalTrials(minFinalN)
 				e.env.Log("plan: %s a trial (first block): the rest of round 1 ≈ %s (%d trials), the final ≈ %s (%d trials at the least n, %d at n=%d); budget %s",
 					e.perTrial().Round(time.Millisecond), e.durationOf(rest), rest, e.durationOf(fin), fin, e.reserve(), e.finalN(), e.budgetString())
-				if !e.fits((m-1)*(len(alive)+2), fin) {
+				if !e.fits(more, fin) {
 					return fmt.Errorf("%w: rung 1 of round 1 (%d more trials) and the least final (%d trials) need about %s at %s a trial; the budget is %s: raise it to at least %s, or the minimum effect",
-						ErrBudget, (m-1)*(len(alive)+2), fin, e.durationOf((m-1)*(len(alive)+2)+fin), e.perTrial().Round(time.Millisecond), e.budgetString(), e.durationOf(e.trials+rest+e.reserve()))
+						ErrBudget, more, fin, e.durationOf(more+fin), e.perTrial().Round(time.Millisecond), e.budgetString(), e.durationOf(e.trials+rest+e.reserve()))
 				}
 				return nil
 			}
 		}
-		if err := e.rung(ctx, ri, inc, alive, m, res, check); err != nil {
+		var err error
+		if open, err = e.rung(ctx, ri, inc, alive, m, open, res, check); err != nil {
 			return nil, err
 		}
 		sort.SliceStable(alive, func(i, j int) bool { return alive[i].mean() > alive[j].mean() })
@@ -208,40 +231,66 @@ func gainSE(scores []float64) float64 {
 	return gainOf(m+se(scores)) - gainOf(m)
 }
 
-// rung runs m blocks of alive against inc, each at one background level
-// (the ladder in turn, from a shuffled start), and adds the scores.
-func (e *engine) rung(ctx context.Context, ri int, inc Arm, alive []*racer, m int, res *raceResult, afterFirst func() error) error {
+// end is an incumbent trial that closed a block: the next block at the
+// same level opens with it instead of a trial of its own.
+type end struct {
+	s  sample
+	bg int
+}
+
+// rung runs m blocks of alive against inc, the ladder's levels in turn
+// from a shuffled start (its first the level open is at, when open is
+// set), the blocks at one level consecutive and sharing their incumbent
+// trials, and adds the scores. It returns the incumbent trial that closed
+// its last block.
+func (e *engine) rung(ctx context.Context, ri int, inc Arm, alive []*racer, m int, open *end, res *raceResult, afterFirst func() error) (*end, error) {
 	c := &e.cfg
 	h := fnv.New64a()
 	fmt.Fprintf(h, "race/%d/%d", e.round, ri)
 	rng := rand.New(rand.NewPCG(c.Seed, h.Sum64()))
 	levels := slices.Clone(c.Ladder)
 	rng.Shuffle(len(levels), func(i, j int) { levels[i], levels[j] = levels[j], levels[i] })
+	if open != nil {
+		if i := slices.Index(levels, open.bg); i > 0 {
+			levels[0], levels[i] = levels[i], levels[0]
+		}
+	}
 	for b := range m {
-		bg := levels[b%len(levels)]
+		// Blocks b·L/m: each level's blocks in one run.
+		bg := levels[b*len(levels)/m]
+		if m < len(levels) {
+			bg = levels[b]
+		}
 		order := rng.Perm(len(alive))
 		id := fmt.Sprintf("r%d/race%d/b%02d", e.round, ri+1, b)
-		e.step = "the incumbent"
-		first, err := e.trial(ctx, id+"/00", 0, inc, bg)
-		if err != nil {
-			return err
+		var first sample
+		if open != nil && open.bg == bg {
+			first = open.s
+		} else {
+			e.step = "the incumbent"
+			var err error
+			if first, err = e.trial(ctx, id+"/00", 0, inc, bg); err != nil {
+				return nil, err
+			}
 		}
 		xs := make([]sample, len(order))
 		for pos, i := range order {
 			r := alive[i]
 			e.step = r.arm.Step.String()
+			var err error
 			if xs[pos], err = e.trial(ctx, fmt.Sprintf("%s/%02d", id, pos+1), 1, r.arm, bg); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		e.step = "the incumbent"
 		last, err := e.trial(ctx, fmt.Sprintf("%s/%02d", id, len(order)+1), 0, inc, bg)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		open = &end{s: last, bg: bg}
 		a, z := first.metrics[c.Metric], last.metrics[c.Metric]
 		if !(a > 0 && z > 0) {
-			return fmt.Errorf("race: %s = %g and %g in the incumbent's trials: a race scores log ratios and needs positive values", c.Metric, a, z)
+			return nil, fmt.Errorf("race: %s = %g and %g in the incumbent's trials: a race scores log ratios and needs positive values", c.Metric, a, z)
 		}
 		la, lz := math.Log(a), math.Log(z)
 		res.ends = append(res.ends, [2]sample{first, last})
@@ -249,7 +298,7 @@ func (e *engine) rung(ctx context.Context, ri int, inc Arm, alive []*racer, m in
 			r := alive[i]
 			v := xs[pos].metrics[c.Metric]
 			if !(v > 0) {
-				return fmt.Errorf("race: %s = %g in a trial of %s: a race scores log ratios and needs positive values", c.Metric, v, r.arm.Step)
+				return nil, fmt.Errorf("race: %s = %g in a trial of %s: a race scores log ratios and needs positive values", c.Metric, v, r.arm.Step)
 			}
 			// The incumbent where the candidate ran, interpolated between
 			// the block's ends.
@@ -260,54 +309,118 @@ func (e *engine) rung(ctx context.Context, ri int, inc Arm, alive []*racer, m in
 			r.last = append(r.last, s)
 			r.trials = append(r.trials, xs[pos])
 			r.base = append(r.base, first, last)
+			r.at = append(r.at, f)
+			r.bg = append(r.bg, bg)
+			r.rungOf = append(r.rungOf, ri)
 		}
 		if b == 0 && afterFirst != nil {
 			if err := afterFirst(); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
-	return nil
+	return open, nil
 }
 
-// raceNoise is the noise of one trial of metric the races measured: the
-// spread of the log ratio between each block's two incumbent trials (each
-// one after a switch of arm, as every trial of the final is), robust to
-// the odd outlier (1.4826·MAD), divided by √2 for the two trials in each
-// ratio. It is the σ of log values, which for small noise is the
-// coefficient of variation. NaN with fewer than three blocks that report
-// the metric positive.
-func raceNoise(ends [][2]sample, metric string) (sigma float64, blocks int) {
-	var d []float64
+// raceNoise is the noise of one trial of metric that the races measured,
+// as σ of log values (for small noise, the coefficient of variation),
+// pooled over everything a race repeats at one level:
+//   - the log ratio of each block's two incumbent trials (variance 2σ²),
+//     about their mean at each level;
+//   - each candidate's scores about their mean at each level in each
+//     rung, its trials sitting at fraction f between the block's ends
+//     (variance σ²·(1 + f² + (1−f)²)). Within a rung, not across: a
+//     candidate in a later rung was selected on its earlier scores, which
+//     are biased up against its later ones.
+//
+// Every one of these trials came after a switch of arm, as every trial of
+// the final does. Pooling the candidates' repeats with the incumbent's
+// gives the sizing of the final several times the degrees of freedom the
+// incumbent's alone would (an estimate from a handful of blocks is often
+// half the truth, and a final sized from it is underpowered). df is the
+// degrees of freedom; sigma is NaN below three.
+func raceNoise(ends [][2]sample, racers []*racer, metric string) (sigma float64, df int) {
+	var ss float64
+	// add pools one group's values, each scaled by its variance factor.
+	add := func(x, factor []float64) {
+		if len(x) < 2 {
+			return
+		}
+		m := stat.Mean(x, nil)
+		f := stat.Mean(factor, nil)
+		for _, v := range x {
+			ss += (v - m) * (v - m) / f
+		}
+		df += len(x) - 1
+	}
+	// The ratio of a block's two ends does not depend on its level: they
+	// pool as one group.
+	var d, two []float64
 	for _, p := range ends {
 		a, z := p[0].metrics[metric], p[1].metrics[metric]
 		if a > 0 && z > 0 {
-			d = append(d, math.Log(z)-math.Log(a))
+			d, two = append(d, math.Log(z)-math.Log(a)), append(two, 2)
 		}
 	}
-	if len(d) < 3 {
-		return math.NaN(), len(d)
+	add(d, two)
+	for _, r := range racers {
+		type cell struct{ rung, bg int }
+		xs, fs := map[cell][]float64{}, map[cell][]float64{}
+		for j, t := range r.trials {
+			a, z, v := r.base[2*j].metrics[metric], r.base[2*j+1].metrics[metric], t.metrics[metric]
+			if !(a > 0 && z > 0 && v > 0) {
+				continue
+			}
+			f, k := r.at[j], cell{r.rungOf[j], r.bg[j]}
+			xs[k] = append(xs[k], math.Log(v)-(1-f)*math.Log(a)-f*math.Log(z))
+			fs[k] = append(fs[k], 1+f*f+(1-f)*(1-f))
+		}
+		for k := range xs {
+			add(xs[k], fs[k])
+		}
 	}
-	return stats.MADSigma(d) / math.Sqrt2, len(d)
+	if df < 3 {
+		return math.NaN(), df
+	}
+	return math.Sqrt(ss / float64(df)), df
 }
 
 // stepRule says whether the race's winner becomes the next incumbent: its
 // gain over the incumbent, over the trials of the rung it won, is at least
-// half the minimum effect and more than one standard error above nothing.
-// It is a stopping rule of the search, not a test: nothing is kept on its
-// word (the final comparison decides, on fresh trials), it only keeps a
-// search on noise from wandering far.
+// half the minimum effect and more than two standard errors above nothing,
+// the standard error from the noise pooled over every race so far
+// (engine.res.Noise, many degrees of freedom) rather than from the
+// winner's few trials. It is a stopping rule of the search, not a test:
+// nothing is kept on its word (the final comparison decides, on fresh
+// trials), it only keeps a search on noise from wandering far; a step on
+// noise costs a round.
 func (e *engine) stepRule(w *racer) (bool, string) {
-	m, s := meanOf(w.last), se(w.last)
-	need := math.Log1p(e.cfg.MinEffect / 2)
-	gain := fmt.Sprintf("%s ± %s over %d trials of rung %d", stats.FormatShift(gainOf(m)), pctAbs(gainSE(w.last)), len(w.last), w.rung)
+	m, s := meanOf(w.last), e.scoreSE(w)
+	need := e.stepNeed()
+	gain := fmt.Sprintf("%s ± %s over %d trials of rung %d", stats.FormatShift(gainOf(m)), pctAbs(gainOf(m+s)-gainOf(m)), len(w.last), w.rung)
 	switch {
 	case m < need:
 		return false, fmt.Sprintf("the winner's gain %s is below half the minimum effect (%s)", gain, pctAbs(e.cfg.MinEffect/2))
-	case m < s:
-		return false, fmt.Sprintf("the winner's gain %s is within one standard error of nothing", gain)
+	case m < 2*s:
+		return false, fmt.Sprintf("the winner's gain %s is within two standard errors of nothing", gain)
 	}
 	return true, "gain " + gain
+}
+
+// scoreSE is the standard error of the mean of w's last-rung scores: the
+// pooled noise of one trial, inflated for the score's interpolated
+// reference (variance σ²·(1 + f² + (1−f)²) at fraction f), over √n;
+// the scores' own spread where no noise is measured yet.
+func (e *engine) scoreSE(w *racer) float64 {
+	sigma := e.res.Noise
+	if math.IsNaN(sigma) || len(w.last) == 0 {
+		return se(w.last)
+	}
+	var v float64
+	for _, f := range w.at[len(w.at)-len(w.last):] {
+		v += 1 + f*f + (1-f)*(1-f)
+	}
+	return sigma * math.Sqrt(v/float64(len(w.last))/float64(len(w.last)))
 }
 
 func pctAbs(x float64) string {

@@ -238,7 +238,9 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 				en.Mechanism = mechanismText(m)
 				en.Suspect = m.Suspect
 			}
-			if d.Verdict != report.Dropped {
+			if d.Verdict == report.Carried {
+				en.Reason = strings.TrimPrefix(d.Reason, "not raced: ")
+			} else if d.Verdict != report.Dropped {
 				rc.Stopped = d.Reason
 			}
 			rc.Entries = append(rc.Entries, en)

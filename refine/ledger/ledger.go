@@ -230,7 +230,7 @@ type Look struct {
 	Outcome string `json:"outcome"` // continue, keep, drop
 	// N is the final's planned n per arm and level at its last look,
 	// sized from Noise (the σ of one trial's log value the race measured,
-	// NaN if none); Detectable is the smallest effect that n had 80% power
+	// NaN if none); Detectable is the smallest effect that n had 90% power
 	// for.
 	N          int `json:"n"`
 	Noise      Num `json:"noise"`

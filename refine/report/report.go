@@ -48,7 +48,7 @@ type Report struct {
 	// FinalN is the final's n per arm and background level at its last
 	// look (0: no final).
 	FinalN int
-	// Detectable is the smallest relative effect the final had 80% power
+	// Detectable is the smallest relative effect the final had 90% power
 	// to keep at Noise and FinalN; 0 or NaN when unknown.
 	Detectable float64
 
@@ -176,6 +176,7 @@ const (
 	Dropped     = "dropped"     // out at its rung
 	Accepted    = "accepted"    // the winner: the next incumbent
 	Unconfirmed = "unconfirmed" // the winner, held back by the step rule
+	Carried     = "carried"     // not raced: an earlier round's measure says it would not step
 )
 
 // RaceEntry is one raced candidate and its one verdict.
@@ -193,7 +194,9 @@ type RaceEntry struct {
 	// Rung is the last rung the entry ran in (1-based); Rank its rank
 	// there among Of entries.
 	Rung, Rank, Of int
-	Verdict        string // Dropped, Accepted, Unconfirmed
+	Verdict        string // Dropped, Accepted, Unconfirmed, Carried
+	// Reason is why, for a Carried entry: what it was carried on.
+	Reason string
 	// Mechanism says whether the group's scheduler stats moved as the
 	// treatment predicts ("" if not checked); Suspect marks a gain
 	// without the mechanism.

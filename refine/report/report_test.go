@@ -177,7 +177,7 @@ func TestGolden(t *testing.T) {
 		"| 2 of 2 | 27+27 | -19.2% |",
 		"a race ranks by an estimated gain and tests nothing",
 		"| noise | σ 0.083 of log p99_ms per trial",
-		"| detectable effect | 7.1% (80% power at this noise and final n) |",
+		"| detectable effect | 7.1% (90% power at this noise and final n) |",
 		"| no effect (0%) | 400 | 2.25% [1.03%, 4.23%] |",
 		"| 4 | throughput | +16.6% | ¹ | -5% | **vetoed** |",
 		"¹ too few samples to bound the loss",

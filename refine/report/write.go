@@ -81,7 +81,7 @@ func (r Report) Markdown(w io.Writer) {
 		p("**Nothing kept**: the final test did not keep the refined profile against %s (its last look says why); no refined profile was written.\n\n", ref)
 	}
 	if r.blind() {
-		p("**This run could not have shown the minimum effect**: at the noise it measured and the final's n it had 80%% power only for effects of %s or more, over twice the minimum effect of %s.\n\n", pct(r.Detectable), pct(r.Rule.MinEffect))
+		p("**This run could not have shown the minimum effect**: at the noise it measured and the final's n it had 90%% power only for effects of %s or more, over twice the minimum effect of %s.\n\n", pct(r.Detectable), pct(r.Rule.MinEffect))
 	}
 	r.header(w)
 
@@ -175,7 +175,7 @@ func (r Report) header(w io.Writer) {
 		row("final n", fmt.Sprintf("%d trials per arm and level%s", r.FinalN, levels))
 	}
 	if finite(r.Detectable) && r.Detectable > 0 {
-		s := pct(r.Detectable) + " (80% power at this noise and final n)"
+		s := pct(r.Detectable) + " (90% power at this noise and final n)"
 		if r.blind() {
 			s += ": **over twice the minimum effect**"
 		}
@@ -475,6 +475,8 @@ func verdictText(e RaceEntry) string {
 		return "**accepted**: the next incumbent"
 	case Unconfirmed:
 		return "unconfirmed: held back by the step rule"
+	case Carried:
+		return "not raced: " + orDash(e.Reason)
 	case Dropped:
 		if e.Of > 0 {
 			return fmt.Sprintf("dropped, rank %d of %d", e.Rank, e.Of)

@@ -255,9 +255,9 @@ func joinNotes(harmBad []string, harmNote string, guardBad []string, guardNote s
 
 // FinalN is the number of trials per arm and level that gives the final
 // the power to keep a candidate whose true common effect is 1.5×minEffect
-// at noise cv (the coefficient of variation of one trial), with the
-// default plan of two looks at n/2 and n (Looks = [n/2, n]) and the
-// whole test at one-sided level alpha.
+// in direction dir at noise cv (the coefficient of variation of one
+// trial), with the default plan of two looks at n/2 and n (Looks = [n/2,
+// n]) and the whole test at one-sided level alpha.
 //
 // Keeping needs the interval's bound to clear minEffect, so what must be
 // resolved is the margin between 1.5×minEffect and minEffect, on the log
@@ -265,23 +265,22 @@ func joinNotes(harmBad []string, harmNote string, guardBad []string, guardNote s
 // values pass it as cv: the difference is σ⁴/2), at the last look's
 // nominal level. The Hodges–Lehmann estimate of the common effect over
 // strata·n trials per arm has variance ≈ (π/3)·2σ²/(strata·n) (the rank
-// estimator's efficiency 3/π under normal noise). The margin is the
-// smaller of the two directions' (higher is better's: ln(1+1.5m) −
-// ln(1+m)), so a lower-is-better metric is sized conservatively. One
-// trial is added for the rank statistics' discreteness, n is rounded up to
-// even, and at least 8 (4 at the first look, the least with a bounded 90%
-// interval). The futility stop and the harm and guard checks are not
-// counted: TestFinalPowerRate measures the power with them. Returns 0
-// when minEffect ≤ 0 or cv ≤ 0 or alpha or power is outside (0, 1).
-func FinalN(cv, minEffect, alpha, power float64, strata int) int {
-	if !(cv > 0 && minEffect > 0 && alpha > 0 && alpha < 1 && power > 0 && power < 1) {
+// estimator's efficiency 3/π under normal noise). The margin depends on
+// the direction: ln(1+1.5m) − ln(1+m) when higher is better, ln(1−m) −
+// ln(1−1.5m) when lower is (a value 30% lower is further from one 20%
+// lower, in logs, than 30% higher is from 20% higher), so a lower-is-
+// better metric needs about a third of the trials. One trial is added for
+// the rank statistics' discreteness, n is rounded up to even, and at
+// least 8 (4 at the first look, the least with a bounded 90% interval).
+// The futility stop and the harm and guard checks are not counted:
+// TestFinalPowerRate measures the power with them. Returns 0 when
+// minEffect ≤ 0 or cv ≤ 0, alpha or power is outside (0, 1), or dir is
+// not a direction.
+func FinalN(cv, minEffect, alpha, power float64, strata int, dir Direction) int {
+	if !(cv > 0 && minEffect > 0 && alpha > 0 && alpha < 1 && power > 0 && power < 1) || dir.Check() != nil {
 		return 0
 	}
-	m := minEffect
-	margin := math.Log1p(1.5*m) - math.Log1p(m)
-	if 1.5*m < 1 {
-		margin = math.Min(margin, math.Log(1-m)-math.Log(1-1.5*m))
-	}
+	margin := sizingMargin(minEffect, dir)
 	z := finalZ(alpha, power)
 	n := int(math.Ceil(z*z*finalVar(cv, strata)/(margin*margin))) + 1
 	if n%2 == 1 {
@@ -290,19 +289,35 @@ func FinalN(cv, minEffect, alpha, power float64, strata int) int {
 	return max(n, 8)
 }
 
-// Detectable is the smallest true relative improvement that the final
-// with n trials per arm and level keeps with the given power, at noise cv
-// and gate minEffect: FinalN's approximation solved for the effect
-// instead of n, in the harder direction (higher is better), so
-// Detectable(cv, FinalN(cv, m, …), m, …) ≤ 1.5·m. It is what a report
+// sizingMargin is the log distance between a true effect of 1.5×m and
+// the gate m in direction dir. A lower-is-better metric cannot improve by
+// 100% or more, so where 1.5×m ≥ 1 the higher-is-better margin (the
+// smaller) stands in.
+func sizingMargin(m float64, dir Direction) float64 {
+	if dir == LowerIsBetter && 1.5*m < 1 {
+		return math.Log(1-m) - math.Log(1-1.5*m)
+	}
+	return math.Log1p(1.5*m) - math.Log1p(m)
+}
+
+// Detectable is the smallest true relative improvement in direction dir
+// that the final with n trials per arm and level keeps with the given
+// power, at noise cv and gate minEffect: FinalN's approximation solved
+// for the effect instead of n, so Detectable(cv, FinalN(cv, m, …), m, …)
+// ≤ 1.5·m. An improvement is a relative gain when higher is better and a
+// relative reduction when lower is (0.3: 30% lower). It is what a report
 // states when the budget cut the final below FinalN's n. NaN when cv ≤ 0,
-// n < 2 or alpha or power is outside (0, 1).
-func Detectable(cv float64, n int, minEffect, alpha, power float64, strata int) float64 {
-	if !(cv > 0 && n >= 2 && alpha > 0 && alpha < 1 && power > 0 && power < 1) {
+// n < 2, alpha or power is outside (0, 1) or dir is not a direction.
+func Detectable(cv float64, n int, minEffect, alpha, power float64, strata int, dir Direction) float64 {
+	if !(cv > 0 && n >= 2 && alpha > 0 && alpha < 1 && power > 0 && power < 1) || dir.Check() != nil {
 		return math.NaN()
 	}
 	margin := finalZ(alpha, power) * math.Sqrt(finalVar(cv, strata)/float64(n-1))
-	return (1+math.Max(minEffect, 0))*math.Exp(margin) - 1
+	m := math.Max(minEffect, 0)
+	if dir == LowerIsBetter {
+		return 1 - (1-m)*math.Exp(-margin)
+	}
+	return (1+m)*math.Exp(margin) - 1
 }
 
 // finalZ is the sum of the normal quantiles of the final's last look's

@@ -110,33 +110,46 @@ func TestSequentialLook(t *testing.T) {
 }
 
 // FinalN grows with noise and with a smaller minimum effect, and with
-// strata it counts per level.
+// strata it counts per level; a lower-is-better metric needs fewer trials
+// than a higher-is-better one at the same relative effect.
 func TestFinalN(t *testing.T) {
-	a, b, c := FinalN(0.10, 0.20, 0.05, 0.8, 1), FinalN(0.20, 0.20, 0.05, 0.8, 1), FinalN(0.10, 0.10, 0.05, 0.8, 1)
-	if !(a < b && a < c) || a%2 != 0 {
-		t.Errorf("FinalN: %d at CV 10%%, %d at CV 20%%, %d at a 10%% effect", a, b, c)
+	for _, dir := range []Direction{LowerIsBetter, HigherIsBetter} {
+		a, b, c := FinalN(0.10, 0.20, 0.05, 0.8, 1, dir), FinalN(0.20, 0.20, 0.05, 0.8, 1, dir), FinalN(0.10, 0.10, 0.05, 0.8, 1, dir)
+		if !(a < b && a < c) || a%2 != 0 {
+			t.Errorf("%s: FinalN: %d at CV 10%%, %d at CV 20%%, %d at a 10%% effect", dir, a, b, c)
+		}
+		if two := FinalN(0.10, 0.20, 0.05, 0.8, 2, dir); !(two < a) {
+			t.Errorf("%s: two strata need %d per level, one %d", dir, two, a)
+		}
+		t.Logf("%s: FinalN at 80%% power, α 5%%: CV 10%% MinEffect 20%%: %d; CV 20%%: %d; MinEffect 10%%: %d", dir, a, b, c)
 	}
-	if two := FinalN(0.10, 0.20, 0.05, 0.8, 2); !(two < a) {
-		t.Errorf("two strata need %d per level, one %d", two, a)
+	if lo, hi := FinalN(0.10, 0.20, 0.05, 0.8, 1, LowerIsBetter), FinalN(0.10, 0.20, 0.05, 0.8, 1, HigherIsBetter); !(lo < hi) {
+		t.Errorf("lower is better needs %d, higher %d: the log margin to 30%% lower is the wider", lo, hi)
 	}
-	if FinalN(0, 0.2, 0.05, 0.8, 1) != 0 || FinalN(0.1, 0.2, 0.05, 1, 1) != 0 {
+	if FinalN(0, 0.2, 0.05, 0.8, 1, LowerIsBetter) != 0 || FinalN(0.1, 0.2, 0.05, 1, 1, LowerIsBetter) != 0 || FinalN(0.1, 0.2, 0.05, 0.8, 1, 0) != 0 {
 		t.Error("FinalN of a bad argument is not 0")
 	}
-	t.Logf("FinalN at 80%% power, α 5%%: CV 10%% MinEffect 20%%: %d; CV 20%%: %d; MinEffect 10%%: %d", a, b, c)
+	// 1.5× a 70% reduction is impossible: the higher-is-better margin
+	// stands in.
+	if FinalN(0.1, 0.7, 0.05, 0.8, 1, LowerIsBetter) != FinalN(0.1, 0.7, 0.05, 0.8, 1, HigherIsBetter) {
+		t.Error("FinalN at a 70% reduction does not fall back to the higher-is-better margin")
+	}
 }
 
 // Detectable inverts FinalN: at FinalN's n the detectable effect is at
-// most 1.5× the gate, at fewer trials it is larger.
+// most 1.5× the gate, at fewer trials it is larger, in both directions.
 func TestDetectable(t *testing.T) {
-	for _, m := range []float64{0.05, 0.10, 0.20} {
-		n := FinalN(0.10, m, 0.05, 0.8, 2)
-		d := Detectable(0.10, n, m, 0.05, 0.8, 2)
-		half := Detectable(0.10, n/2, m, 0.05, 0.8, 2)
-		if !(d > m && d <= 1.5*m+1e-9 && half > d) {
-			t.Errorf("m %g: FinalN %d detects %g, n/2 %g", m, n, d, half)
+	for _, dir := range []Direction{LowerIsBetter, HigherIsBetter} {
+		for _, m := range []float64{0.05, 0.10, 0.20} {
+			n := FinalN(0.10, m, 0.05, 0.8, 2, dir)
+			d := Detectable(0.10, n, m, 0.05, 0.8, 2, dir)
+			half := Detectable(0.10, n/2, m, 0.05, 0.8, 2, dir)
+			if !(d > m && d <= 1.5*m+1e-9 && half > d) {
+				t.Errorf("%s, m %g: FinalN %d detects %g, n/2 %g", dir, m, n, d, half)
+			}
 		}
 	}
-	if !math.IsNaN(Detectable(0, 8, 0.1, 0.05, 0.8, 1)) {
-		t.Error("Detectable at no noise is not NaN")
+	if !math.IsNaN(Detectable(0, 8, 0.1, 0.05, 0.8, 1, LowerIsBetter)) || !math.IsNaN(Detectable(0.1, 8, 0.1, 0.05, 0.8, 1, 0)) {
+		t.Error("Detectable at no noise or no direction is not NaN")
 	}
 }
