@@ -59,4 +59,3 @@ func TestCarry(t *testing.T) {
 	}
 	t.Logf("round 2 raced %d candidates and carried %d", res.Rounds[1].Candidates, res.Rounds[1].Carried)
 }
-
