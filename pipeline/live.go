@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"temper.codes/temper-train/internal/cgroup"
 	"temper.codes/temper-train/machine"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine"
@@ -133,7 +134,17 @@ func (l *Live) Env(lw *ledger.Writer, trialDir string) refine.Env {
 		Background: l.background,
 		Realise:    l.Realise,
 		Tier:       l.tier(),
+		Usage:      l.usage(),
 	}
+}
+
+// usage reads the rig's pod cgroup, for the quota parity table; nil
+// without a rig.
+func (l *Live) usage() func() (cgroup.CPUStat, error) {
+	if l.Rig == nil {
+		return nil
+	}
+	return l.Rig.PodCPU
 }
 
 // background starts n spinners: as a BestEffort pod of the rig, or in a

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"temper.codes/temper-train/internal/cgroup"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/refine/ledger"
 	"temper.codes/temper-train/refine/stats"
@@ -238,6 +239,11 @@ type Env struct {
 	Tier func(on bool) error
 	// Background starts n spinners (n > 0) for the length of a trial.
 	Background func(n int) (Spinners, error)
+	// Usage reads the target pod cgroup's CPU accounting (usage, CFS
+	// bandwidth throttling, the quota); every trial records its change
+	// over the benchmark (ledger.CPUUsage), which the report's quota
+	// parity table shows. nil: not read (no pod cgroup, as without a rig).
+	Usage func() (cgroup.CPUStat, error)
 	// Alternatives are whole profiles the first round races beside the
 	// one-step moves: the synthesized portfolio's other profiles (by risk).
 	// Each is a candidate of round 1 like any other: linted, dropped when

@@ -993,6 +993,7 @@ func (e *engine) trial(ctx context.Context, id string, side int, arm Arm, bg int
 	if e.sess != nil {
 		before, _ = e.sess.Stats()
 	}
+	cpu, cpuOK := e.usageBefore()
 	dir := filepath.Join(e.env.TrialDir, strings.ReplaceAll(id, "/", "_"))
 	t0 := time.Now()
 	m, err := e.runBench(ctx, dir)
@@ -1002,6 +1003,9 @@ func (e *engine) trial(ctx context.Context, id string, side int, arm Arm, bg int
 		if after, serr := e.sess.Stats(); serr == nil {
 			end.Groups = rates(before, after, wall)
 		}
+	}
+	if err == nil {
+		end.CPU = e.usageOver(cpu, cpuOK, wall)
 	}
 	if serr := stopSpinners(); serr != nil && err == nil {
 		err = fmt.Errorf("stop background: %w", serr)

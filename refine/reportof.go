@@ -77,6 +77,8 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 	// The final comparison's own trials, so a ladder cell of an arm that
 	// was in it shows the same trials as its Δ, not every stage pooled.
 	finalArm := map[key][]map[string]float64{}
+	// The same trials whole, for the pod's CPU usage (the quota table).
+	ends, finalEnds := map[key][]ledger.TrialEnd{}, map[key][]ledger.TrialEnd{}
 	seen := map[string]bool{}
 	inputHash := ""
 	refHash := ""
@@ -88,6 +90,7 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 		seen[s.Trial] = true
 		r.Trials++
 		byArm[key{s.Candidate, s.Bg}] = append(byArm[key{s.Candidate, s.Bg}], e.Metrics)
+		ends[key{s.Candidate, s.Bg}] = append(ends[key{s.Candidate, s.Bg}], e)
 		switch s.Stage {
 		case StageCalibration, StageFinal:
 			if refHash == "" && s.Arm == "A" {
@@ -100,6 +103,7 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 		}
 		if s.Stage == StageFinal {
 			finalArm[key{s.Candidate, s.Bg}] = append(finalArm[key{s.Candidate, s.Bg}], e.Metrics)
+			finalEnds[key{s.Candidate, s.Bg}] = append(finalEnds[key{s.Candidate, s.Bg}], e)
 		}
 	}
 	if refHash == "" {
@@ -202,6 +206,16 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 		}
 		r.Ladder = append(r.Ladder, lv)
 	}
+	var names []string
+	for _, a := range r.Arms {
+		names = append(names, a.Name)
+	}
+	r.Quota = quotaRows(h.Backend, cfg.Ladder, hashes, names, r.Columns, func(hsh string, bg int) []ledger.TrialEnd {
+		if t := finalEnds[key{hsh, bg}]; len(t) > 0 {
+			return t
+		}
+		return ends[key{hsh, bg}]
+	})
 	races := map[int]*report.Race{}
 	var order []int
 	for _, d := range l.Decisions {

@@ -117,6 +117,7 @@ type adoption struct {
 	Start  uint64 `json:"start"`
 	CPU    string `json:"cpu"`              // its cgroup in the cpu hierarchy, from the root
 	Cpuset string `json:"cpuset,omitempty"` // and in the v1 cpuset hierarchy
+	Acct   string `json:"acct,omitempty"`   // and in a v1 cpuacct hierarchy apart
 }
 
 // state is a rig's file in StateDir.
@@ -160,7 +161,8 @@ func (r *Rig) make() error {
 	if err := r.save(); err != nil {
 		return err
 	}
-	if r.root, err = r.h.Top().Make(r.name); err != nil {
+	// Accounted: the pod's CPU usage is read from its cgroup (PodCPU).
+	if r.root, err = r.h.Top().Accounted().Make(r.name); err != nil {
 		return fmt.Errorf("rig: %w", err)
 	}
 	if r.kubepods, err = r.root.Make("kubepods"); err != nil {
@@ -229,6 +231,10 @@ func (r *Rig) save() error {
 // Pod is the workload's pod cgroup.
 func (r *Rig) Pod() cgroup.Dir { return r.pod }
 
+// PodCPU reads the pod cgroup's CPU accounting: what the workload used,
+// how often its quota throttled it, and the quota.
+func (r *Rig) PodCPU() (cgroup.CPUStat, error) { return r.pod.ReadCPU() }
+
 // Client is the benchmark client's cgroup.
 func (r *Rig) Client() cgroup.Dir { return r.client }
 
@@ -264,6 +270,9 @@ func (r *Rig) Adopt(pid int) error {
 	a := adoption{Pid: pid, Start: st.StartTime, CPU: cg.CPU()}
 	if r.h.Cpuset != "" {
 		a.Cpuset = cg.V1["cpuset"]
+	}
+	if r.h.Acct != "" {
+		a.Acct = cg.V1["cpuacct"]
 	}
 	r.mu.Lock()
 	r.adopted = append(r.adopted, a)
@@ -361,6 +370,9 @@ func clear(h cgroup.Hierarchy, root, pod cgroup.Dir, adopted []adoption) error {
 		if h.Cpuset != "" {
 			b.Cpuset = filepath.Join(h.Cpuset, a.Cpuset)
 		}
+		if h.Acct != "" {
+			b.Acct = filepath.Join(h.Acct, a.Acct)
+		}
 		return b
 	}
 	if len(adopted) > 0 {
@@ -444,7 +456,7 @@ func RemoveStale() ([]string, error) {
 				continue
 			}
 		}
-		root := h.Top().Child(e.Name())
+		root := h.Top().Accounted().Child(e.Name())
 		pod := root.Child("kubepods").Child("pod-workload")
 		if _, err := os.Stat(pod.CPU); err != nil {
 			pod = root.Child("kubepods").Child("burstable").Child("pod-workload")

@@ -130,6 +130,14 @@ func TestRig(t *testing.T) {
 			if got := cpuCgroup(t, h, os.Getpid()); strings.HasPrefix(got, r.root.CPU) {
 				t.Errorf("the test itself moved into %s", got)
 			}
+			// Its usage is accounted to the pod, with the pod's limit.
+			st, err := r.PodCPU()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := float64(tc.opts.Limit) / 1000; st.Limit != want {
+				t.Errorf("pod limit %g CPUs, want %g", st.Limit, want)
+			}
 			// The tier: cpu.idle on besteffort, restored exactly.
 			if err := r.Tier(true); err != nil {
 				t.Fatal(err)
@@ -153,9 +161,12 @@ func TestRig(t *testing.T) {
 			if _, err := os.Stat(r.root.CPU); !os.IsNotExist(err) {
 				t.Errorf("rig %s after Remove: %v", r.root.CPU, err)
 			}
-			if r.root.Cpuset != "" {
-				if _, err := os.Stat(r.root.Cpuset); !os.IsNotExist(err) {
-					t.Errorf("rig cpuset %s after Remove: %v", r.root.Cpuset, err)
+			for _, twin := range []string{r.root.Cpuset, r.root.Acct} {
+				if twin == "" {
+					continue
+				}
+				if _, err := os.Stat(twin); !os.IsNotExist(err) {
+					t.Errorf("rig twin %s after Remove: %v", twin, err)
 				}
 			}
 			// What the run started is gone with the rig.
@@ -269,6 +280,12 @@ func TestRemoveStale(t *testing.T) {
 	}
 	if _, err := os.Stat(rigDir); !os.IsNotExist(err) {
 		t.Errorf("%s after RemoveStale: %v", rigDir, err)
+	}
+	if h.Acct != "" {
+		twin := filepath.Join(h.Acct, filepath.Base(rigDir))
+		if _, err := os.Stat(twin); !os.IsNotExist(err) {
+			t.Errorf("cpuacct twin %s after RemoveStale: %v", twin, err)
+		}
 	}
 	if got := cpuCgroup(t, h, outside.Process.Pid); got != was {
 		t.Errorf("adopted process in %s after RemoveStale, want %s", got, was)

@@ -34,6 +34,12 @@ type Hierarchy struct {
 	// backend that keeps exclusive cores free by narrowing other cgroups'
 	// cpusets (as the kubelet's static CPU manager does) can narrow it.
 	Cpuset string
+	// Acct is the v1 cpuacct hierarchy's mount point when it is mounted
+	// apart from cpu ("" when the two share one, and on v2): a cgroup's CPU
+	// usage is counted there. Only the cgroups made below an accounted Dir
+	// (Accounted) get a twin in it, so that nothing else temper-train makes
+	// leaves one behind.
+	Acct string
 }
 
 // Find returns the hierarchy holding the cpu controller: the v1 one when
@@ -43,17 +49,23 @@ func Find() (Hierarchy, error) {
 	if err != nil {
 		return Hierarchy{}, fmt.Errorf("cgroup: %w", err)
 	}
-	var v2, cpuset string
+	var v2, cpuset, acct string
 	for _, m := range mounts {
-		if m.FSType == "cgroup" && slices.Contains(m.SuperOptions, "cpuset") && !slices.Contains(m.SuperOptions, "cpu") {
+		if m.FSType != "cgroup" || slices.Contains(m.SuperOptions, "cpu") {
+			continue
+		}
+		if slices.Contains(m.SuperOptions, "cpuset") {
 			cpuset = m.MountPoint
+		}
+		if slices.Contains(m.SuperOptions, "cpuacct") {
+			acct = m.MountPoint
 		}
 	}
 	for _, m := range mounts {
 		switch m.FSType {
 		case "cgroup":
 			if slices.Contains(m.SuperOptions, "cpu") {
-				return Hierarchy{Root: m.MountPoint, Version: 1, Cpuset: cpuset}, nil
+				return Hierarchy{Root: m.MountPoint, Version: 1, Cpuset: cpuset, Acct: acct}, nil
 			}
 		case "cgroup2":
 			if v2 == "" {
@@ -110,12 +122,41 @@ func (h Hierarchy) Quota(millicores int) (file, value string) {
 	return "cpu.max", fmt.Sprintf("%d %d", millicores*period/1000, period)
 }
 
-// Dir is one cgroup: its directory in the cpu hierarchy and its twin in the
-// v1 cpuset hierarchy ("" when there is none).
+// Dir is one cgroup: its directory in the cpu hierarchy and its twins in
+// the v1 cpuset and cpuacct hierarchies ("" when there is none).
 type Dir struct {
 	h      Hierarchy
 	CPU    string
 	Cpuset string
+	Acct   string
+}
+
+// dirs are d's directories in every hierarchy it has one in.
+func (d Dir) dirs() []string {
+	var out []string
+	for _, dir := range []string{d.CPU, d.Cpuset, d.Acct} {
+		if dir != "" {
+			out = append(out, dir)
+		}
+	}
+	return out
+}
+
+// Accounted is d with its twin in the v1 cpuacct hierarchy named, where
+// that is mounted apart from cpu (elsewhere d as it is): the cgroups made
+// below it get twins there, and the tasks moved or started into them are
+// counted, so that ReadCPU can read their usage. d's own twin must exist
+// (the top's always does).
+func (d Dir) Accounted() Dir {
+	if d.h.Acct == "" || d.Acct != "" {
+		return d
+	}
+	rel, err := filepath.Rel(d.h.Root, d.CPU)
+	if err != nil {
+		rel = d.CPU
+	}
+	d.Acct = filepath.Join(d.h.Acct, rel)
+	return d
 }
 
 // Hierarchy is the hierarchy d is in.
@@ -127,12 +168,15 @@ func (d Dir) Child(name string) Dir {
 	if d.Cpuset != "" {
 		c.Cpuset = filepath.Join(d.Cpuset, name)
 	}
+	if d.Acct != "" {
+		c.Acct = filepath.Join(d.Acct, name)
+	}
 	return c
 }
 
-// Make makes d's child name in both hierarchies. A v1 cpuset twin is
-// allowed what its parent is (a new one has no CPUs and takes no task); on
-// v2 the parent hands the cpu controller down first.
+// Make makes d's child name in every hierarchy d is in. A v1 cpuset twin
+// is allowed what its parent is (a new one has no CPUs and takes no task);
+// on v2 the parent hands the cpu controller down first.
 func (d Dir) Make(name string) (Dir, error) {
 	c := d.Child(name)
 	if d.h.Version == 2 {
@@ -162,6 +206,12 @@ func (d Dir) Make(name string) (Dir, error) {
 			if err != nil {
 				return Dir{}, errors.Join(fmt.Errorf("cgroup: %s: %w", f, err), c.Remove())
 			}
+		}
+	}
+	if c.Acct != "" {
+		if err := os.Mkdir(c.Acct, 0o755); err != nil {
+			c.Acct = ""
+			return Dir{}, errors.Join(fmt.Errorf("cgroup: %w", err), c.Remove())
 		}
 	}
 	return c, nil
@@ -219,12 +269,9 @@ func (d Dir) Procs() ([]int, error) {
 	return pids, nil
 }
 
-// Move moves process pid (all its threads) into d, in both hierarchies.
+// Move moves process pid (all its threads) into d, in every hierarchy.
 func (d Dir) Move(pid int) error {
-	for _, dir := range []string{d.CPU, d.Cpuset} {
-		if dir == "" {
-			continue
-		}
+	for _, dir := range d.dirs() {
 		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
 			return fmt.Errorf("cgroup: moving %d into %s: %w", pid, dir, err)
 		}
@@ -262,6 +309,9 @@ func (d Dir) Start(cmd *exec.Cmd) error {
 	if d.Cpuset != "" {
 		back.Cpuset = filepath.Join(d.h.Cpuset, was.V1["cpuset"])
 	}
+	if d.Acct != "" {
+		back.Acct = filepath.Join(d.h.Acct, was.V1["cpuacct"])
+	}
 	if err := d.moveThread(tid); err != nil {
 		return errors.Join(err, back.moveThread(tid))
 	}
@@ -277,10 +327,7 @@ func (d Dir) Start(cmd *exec.Cmd) error {
 
 // moveThread moves one thread into d (v1 only: its tasks files).
 func (d Dir) moveThread(tid int) error {
-	for _, dir := range []string{d.CPU, d.Cpuset} {
-		if dir == "" {
-			continue
-		}
+	for _, dir := range d.dirs() {
 		if err := os.WriteFile(filepath.Join(dir, "tasks"), []byte(strconv.Itoa(tid)), 0); err != nil {
 			return fmt.Errorf("cgroup: moving thread %d into %s: %w", tid, dir, err)
 		}
@@ -288,14 +335,12 @@ func (d Dir) moveThread(tid int) error {
 	return nil
 }
 
-// Remove removes d (empty) from both hierarchies; a cgroup already gone is
+// Remove removes d (empty) from every hierarchy; a cgroup already gone is
 // not an error.
 func (d Dir) Remove() error {
 	var errs []error
-	for _, dir := range []string{d.CPU, d.Cpuset} {
-		if dir != "" {
-			errs = append(errs, rmdir(dir))
-		}
+	for _, dir := range d.dirs() {
+		errs = append(errs, rmdir(dir))
 	}
 	return errors.Join(errs...)
 }
@@ -304,10 +349,7 @@ func (d Dir) Remove() error {
 // that still holds a task is not removed, and the error says so.
 func (d Dir) RemoveTree() error {
 	var errs []error
-	for _, root := range []string{d.CPU, d.Cpuset} {
-		if root == "" {
-			continue
-		}
+	for _, root := range d.dirs() {
 		var dirs []string
 		filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
 			if err == nil && e.IsDir() {

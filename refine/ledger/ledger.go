@@ -101,8 +101,34 @@ type TrialEnd struct {
 	// Groups are the arm's per-group scheduler counters over the trial,
 	// per second of trial (the mechanism check reads them).
 	Groups map[string]GroupRates `json:"groups,omitempty"`
-	End    time.Time             `json:"end"`
-	Error  string                `json:"error,omitempty"`
+	// CPU is what the target's pod cgroup consumed over the trial, when the
+	// run could read it (a node rig); nil otherwise.
+	CPU   *CPUUsage `json:"cpu,omitempty"`
+	End   time.Time `json:"end"`
+	Error string    `json:"error,omitempty"`
+}
+
+// CPUUsage is the target pod cgroup's CPU accounting over one trial: the
+// usage and CFS bandwidth counters' change from before the benchmark to
+// after it, and the quota in force.
+type CPUUsage struct {
+	Wall  float64 `json:"wall_s"`          // seconds between the readings
+	Usage float64 `json:"usage_s"`         // CPU seconds the pod's tasks used
+	Quota float64 `json:"quota,omitempty"` // the limit in CPUs (quota / period); 0: none
+	// Periods are the quota periods in which the pod ran, Throttled those
+	// that ended with its quota spent, ThrottledS the seconds its tasks were
+	// held off the CPU for it (they stay 0 while sched_ext runs them).
+	Periods    uint64  `json:"nr_periods"`
+	Throttled  uint64  `json:"nr_throttled"`
+	ThrottledS float64 `json:"throttled_s"`
+}
+
+// Cores is the CPUs the pod used on average: usage over wall time.
+func (u CPUUsage) Cores() float64 {
+	if u.Wall <= 0 {
+		return 0
+	}
+	return u.Usage / u.Wall
 }
 
 // GroupRates are one thread group's scheduler counters during a trial,

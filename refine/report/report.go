@@ -69,6 +69,9 @@ type Report struct {
 	// parentheses), e.g. ["throughput", "p99_ms"].
 	Columns []string
 	Ladder  []Level
+	// Quota is the quota parity table (QuotaRow), in ladder order; empty
+	// when no trial recorded its pod's CPU usage (no rig).
+	Quota []QuotaRow
 
 	// Calibration is the optional A/A (reference against itself): it
 	// measures false accepts; it does not size n (Noise does).

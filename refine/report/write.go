@@ -101,6 +101,7 @@ func (r Report) Markdown(w io.Writer) {
 	}
 
 	r.ladder(w)
+	r.quota(w)
 	r.final(w)
 	r.races(w)
 	r.rates(w)
@@ -123,6 +124,9 @@ func (r Report) Markdown(w io.Writer) {
 	}
 	p("- Background load is CPU spinners in a BestEffort-like cgroup (lowest CPU weight); memory, cache and I/O contention were not part of any arm and are not isolated.\n")
 	p("- A win is credited to the profile as a whole step; effects of steps accepted earlier and of the order of steps are not isolated.\n")
+	if r.unenforced() {
+		p("- The arms are not limit-identical: %s.\n", quotaCaveat)
+	}
 	for _, c := range r.Caveats {
 		p("- %s\n", c)
 	}

@@ -1,0 +1,121 @@
+package report
+
+import (
+	"fmt"
+	"io"
+)
+
+// What holds an arm's pod to its quota (QuotaRow.Enforced). NotEnforced
+// takes the backend's name.
+const (
+	EnforcedCFS = "kernel (CFS bandwidth)"
+	NotEnforced = "not enforced (%s)"
+)
+
+// QuotaRow is one arm at one background level of the quota parity table
+// (seed 003's): what the target's pod cgroup consumed against its CPU
+// limit, as medians over the trials of that cell of the ladder.
+type QuotaRow struct {
+	Bg  int
+	Arm string // the arm's name, as in Report.Arms
+	N   int    // trials with a usage record
+	// Cores is the CPUs the pod consumed: its usage over the benchmark's
+	// wall time.
+	Cores float64
+	// Quota is the pod's limit in CPUs (cpu.max: quota / period); 0: none.
+	Quota float64
+	// Enforced says what holds the pod to Quota: EnforcedCFS, or
+	// NotEnforced with the backend when the arm ran outside CFS (sched_ext
+	// tasks never charge the quota); "" without a quota.
+	Enforced string
+	// Periods and Throttled are CFS bandwidth control's nr_periods and
+	// nr_throttled over one trial, ThrottledS its throttled time in
+	// seconds.
+	Periods, Throttled, ThrottledS float64
+	// Values are the medians of the ladder's metrics (Report.Columns).
+	Values map[string]float64
+}
+
+// limited says whether any row had a CPU limit in force.
+func (r Report) limited() bool {
+	for _, q := range r.Quota {
+		if q.Quota > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// unenforced says whether any arm ran with its quota not enforced.
+func (r Report) unenforced() bool {
+	for _, q := range r.Quota {
+		if q.Quota > 0 && q.Enforced != EnforcedCFS {
+			return true
+		}
+	}
+	return false
+}
+
+// quota writes the quota parity table: per level and arm, the cores the
+// pod consumed against its quota and what enforced it, with the throttle
+// counters and the ladder's metrics. Without a limit it shows consumption
+// only: whether an arm's gain came with more CPU is the question either
+// way.
+func (r Report) quota(w io.Writer) {
+	if len(r.Quota) == 0 {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	cols := r.Columns
+	if len(cols) == 0 {
+		cols = []string{r.Rule.Metric}
+	}
+	if r.limited() {
+		p("## Quota parity: CPU consumed against the pod's limit\n\n")
+	} else {
+		p("## CPU consumed by the pod\n\n")
+	}
+	p("Medians over the trials of each ladder cell (the final's, for an arm in it), n trials each: the pod cgroup's CPU usage (cpu.stat usage_usec; cpuacct.usage on cgroup v1) over the benchmark's wall time is the cores consumed;")
+	if r.limited() {
+		p(" throttled periods are CFS bandwidth control's nr_throttled of nr_periods in one trial, and throttled time the time the pod's tasks were held off the CPU for it.")
+	} else {
+		p(" the pod has no CPU limit, so nothing throttles it: consumption only, to show whether an arm's gain came with more CPU.")
+	}
+	p("\n\n| bg spinners | arm | cores consumed | quota (cores) | enforced by | throttled periods | throttled time |")
+	sep := "|---|---|---|---|---|---|---|"
+	for _, c := range cols {
+		p(" %s |", cellText(c))
+		sep += "---|"
+	}
+	p(" n |\n%s---|\n", sep)
+	for _, q := range r.Quota {
+		quota, enforced, periods, throttled := "none", "—", "—", "—"
+		if q.Quota > 0 {
+			quota, enforced = fmt.Sprintf("%.3g", q.Quota), q.Enforced
+			periods = fmt.Sprintf("%.4g of %.4g", q.Throttled, q.Periods)
+			throttled = fmt.Sprintf("%.3g s", q.ThrottledS)
+		}
+		p("| %d | %s | %.3f | %s | %s | %s | %s |", q.Bg, cellText(q.Arm), q.Cores, quota, enforced, periods, throttled)
+		for _, c := range cols {
+			v, ok := q.Values[c]
+			if !ok {
+				p(" — |")
+				continue
+			}
+			p(" %s |", num(v))
+		}
+		p(" %d |\n", q.N)
+	}
+	p("\n")
+	if !r.limited() {
+		return
+	}
+	if r.unenforced() {
+		p("**The arms are not limit-identical**: %s. An arm whose quota is not enforced is bounded by what its scheduler gives it, not by the quota; compare its cores consumed with the quota before crediting its gain to the profile.\n\n", quotaCaveat)
+		return
+	}
+	p("Every arm ran on CFS, so the quota bound them alike. Under sched_ext it would not: %s; a sched_ext arm's consumption must be measured, as here, to compare it with a CFS arm.\n\n", quotaCaveat)
+}
+
+// quotaCaveat is why a sched_ext arm is not kernel-limited.
+const quotaCaveat = "cpu.max is not enforced while a sched_ext scheduler is attached (CFS bandwidth control charges the quota only on the fair class's accounting path, which sched_ext tasks never take; their throttle counters stay still)"
