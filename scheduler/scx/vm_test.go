@@ -368,7 +368,7 @@ func TestVMKfuncWorkaround(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := setVariables(spec, cfg); err != nil {
+		if err := setVariables(spec, cfg, defaultCeilingTick); err != nil {
 			t.Fatal(err)
 		}
 		ch, err := resolveKfuncs(spec, kernel)
