@@ -100,6 +100,7 @@ type Applied struct {
 	mu       sync.Mutex
 	assigned map[uint32]uint32       // tid → layer, as written to task_layers
 	bounded  map[uint32]taskCeilings // tid → ceilings, as written to task_ceilings
+	written  int                     // ceilings.slots written to the ceilings map
 	done     bool                    // reverted
 	exit     *ExitInfo               // read after the scheduler was disabled
 
@@ -151,7 +152,7 @@ func (b *Backend) apply(ctx context.Context, p scheduler.Plan) (*Applied, error)
 		}
 		ceilings = newCeilingTable(read)
 		// The cgroups known now set the refill timer, which is fixed at load.
-		if _, _, err := ceilings.assign(threads); err != nil {
+		if _, err := ceilings.assign(threads); err != nil {
 			return nil, fmt.Errorf("sched_ext backend: CPU ceilings: %w", err)
 		}
 		tick = ceilings.tick()
@@ -403,15 +404,13 @@ func (a *Applied) update(threads []profiles.Thread) error {
 	defer a.mu.Unlock()
 	var bounds map[uint32]taskCeilings
 	if a.ceilings != nil {
-		var added []int
 		var err error
-		bounds, added, err = a.ceilings.assign(threads)
-		if err != nil {
+		if bounds, err = a.ceilings.assign(threads); err != nil {
 			return fmt.Errorf("sched_ext backend: CPU ceilings: %w", err)
 		}
-		for _, slot := range added {
-			c := a.ceilings.slots[slot]
-			if err := a.coll.Maps[bpf.SchedulerMapCeilings].Put(uint32(slot), c.state()); err != nil {
+		for ; a.written < len(a.ceilings.slots); a.written++ {
+			c := a.ceilings.slots[a.written]
+			if err := a.coll.Maps[bpf.SchedulerMapCeilings].Put(uint32(a.written), c.state()); err != nil {
 				return fmt.Errorf("sched_ext backend: ceiling %s: %w", c, err)
 			}
 		}

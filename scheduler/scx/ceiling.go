@@ -151,11 +151,9 @@ func newCeilingTable(read limitReader) *ceilingTable {
 }
 
 // assign returns, for every thread under a limited cgroup, the slots it
-// draws on, and the slots added since the last call (which the caller
-// writes to the kernel before the threads that use them).
-func (t *ceilingTable) assign(threads []profiles.Thread) (map[uint32]taskCeilings, []int, error) {
+// draws on; cgroups not seen before get slots at the end of t.slots.
+func (t *ceilingTable) assign(threads []profiles.Thread) (map[uint32]taskCeilings, error) {
 	out := map[uint32]taskCeilings{}
-	var added []int
 	for _, th := range threads {
 		if th.Cgroup == "" {
 			continue
@@ -164,22 +162,21 @@ func (t *ceilingTable) assign(threads []profiles.Thread) (map[uint32]taskCeiling
 		if !ok {
 			limits, err := t.read(th.Cgroup)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			if len(limits) > maxTaskCeilings {
-				return nil, nil, fmt.Errorf("thread %d (cgroup %s) sits under %d limited cgroups; the sched_ext scheduler follows at most %d: %w",
+				return nil, fmt.Errorf("thread %d (cgroup %s) sits under %d limited cgroups; the sched_ext scheduler follows at most %d: %w",
 					th.Tid, th.Cgroup, len(limits), maxTaskCeilings, ErrTooManyCeilings)
 			}
 			for _, l := range limits {
 				slot, ok := t.index[l.Cgroup]
 				if !ok {
 					if len(t.slots) == maxCeilings {
-						return nil, nil, fmt.Errorf("cgroup %s: %d limited cgroups already: %w", l.Cgroup, maxCeilings, ErrTooManyCeilings)
+						return nil, fmt.Errorf("cgroup %s: %d limited cgroups already: %w", l.Cgroup, maxCeilings, ErrTooManyCeilings)
 					}
 					slot = len(t.slots)
 					t.slots = append(t.slots, l)
 					t.index[l.Cgroup] = slot
-					added = append(added, slot)
 				}
 				chain = append(chain, uint32(slot))
 			}
@@ -192,7 +189,7 @@ func (t *ceilingTable) assign(threads []profiles.Thread) (map[uint32]taskCeiling
 		copy(tc.Idx[:], chain)
 		out[uint32(th.Tid)] = tc
 	}
-	return out, added, nil
+	return out, nil
 }
 
 // tick is the refill timer's interval: the shortest period among the

@@ -111,7 +111,7 @@ func TestCeilingTable(t *testing.T) {
 		{Tid: 4, Cgroup: "/free"},
 		{Tid: 5},
 	}
-	got, added, err := tbl.assign(threads)
+	got, err := tbl.assign(threads)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,8 +120,8 @@ func TestCeilingTable(t *testing.T) {
 		2: {Idx: [maxTaskCeilings]uint32{1, 0, noCeiling, noCeiling}},
 		3: {Idx: [maxTaskCeilings]uint32{1, 0, noCeiling, noCeiling}},
 	}
-	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(added, []int{0, 1}) {
-		t.Errorf("assign: %v added %v, want %v added [0 1]", got, added, want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("assign: %v, want %v", got, want)
 	}
 	if !reflect.DeepEqual(tbl.slots, []Ceiling{pod, c1}) {
 		t.Errorf("slots %v", tbl.slots)
@@ -131,10 +131,10 @@ func TestCeilingTable(t *testing.T) {
 	}
 	// Again: cgroups are read once, slots stay.
 	before := reads
-	if _, added, err := tbl.assign(threads); err != nil || len(added) != 0 || reads != before {
-		t.Errorf("second assign: added %v, %d reads, err %v; want nothing new", added, reads-before, err)
+	if _, err := tbl.assign(threads); err != nil || len(tbl.slots) != 2 || reads != before {
+		t.Errorf("second assign: %d slots, %d reads, err %v; want nothing new", len(tbl.slots), reads-before, err)
 	}
-	if _, _, err := tbl.assign([]profiles.Thread{{Tid: 9, Cgroup: "/broken"}}); err == nil {
+	if _, err := tbl.assign([]profiles.Thread{{Tid: 9, Cgroup: "/broken"}}); err == nil {
 		t.Error("an unreadable cgroup gave no error")
 	}
 
@@ -146,7 +146,7 @@ func TestCeilingTable(t *testing.T) {
 	for i := range maxCeilings + 1 {
 		ts = append(ts, profiles.Thread{Tid: i + 1, Cgroup: "/c" + string(rune('a'+i))})
 	}
-	if _, _, err := many.assign(ts); !errors.Is(err, ErrTooManyCeilings) {
+	if _, err := many.assign(ts); !errors.Is(err, ErrTooManyCeilings) {
 		t.Errorf("%d limited cgroups: %v, want ErrTooManyCeilings", maxCeilings+1, err)
 	}
 }
