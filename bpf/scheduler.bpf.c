@@ -27,6 +27,21 @@
 // next, so a busy latency layer cannot push normal work, nor normal work
 // batch and yield work, into the kernel's stall watchdog.
 //
+// CPU ceilings. While a sched_ext scheduler is attached the kernel does not
+// enforce cpu.max (CFS bandwidth control charges fair-class runtime only),
+// so this scheduler does: each limited cgroup the loader finds above the
+// target's threads (a pod, a container) is a ceiling, a budget of quota
+// runtime per period. Every run of a thread under it is charged to it
+// (ops.stopping); a thread whose ceiling is spent waits in the ceiling's
+// pen DSQ, which no CPU consumes, and goes back to where its layer puts it
+// once a new period refills the budget. A runtime budget rather than a cap
+// on how many CPUs the cgroup's threads may hold at once, because a CPU
+// count cannot express 0.5 CPU (nor 1.5): a budget bounds the cgroup to
+// its quota whatever its threads' layers allocate. Slices are cut to the
+// budget left; what a run overshoots (the tick ends slices, 4 ms at HZ=250)
+// is debt the next refill repays, so over many periods the cgroup uses at
+// most its quota, as CFS bandwidth control does.
+//
 // Kfuncs whose names changed across kernels are declared weak under every
 // name and chosen with ts_ksym_exists(); scheduler/scx resolves which names
 // the loader can use before loading (see docs/scheduler.md).
@@ -95,6 +110,40 @@ struct {
 	__type(value, struct ts_mask);
 } masks SEC(".maps");
 
+// ceilings: the loader fills quota_ns and period_ns of the slots in use
+// (also on Refresh, for cgroups first seen then); the scheduler keeps the
+// budget. task_ceilings: tid → the ceilings it draws on, by user space.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TS_MAX_CEILINGS);
+	__type(key, __u32);
+	__type(value, struct ts_ceiling);
+} ceilings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct ts_task_ceilings);
+} task_ceilings SEC(".maps");
+
+// The refill timer: it wakes idle CPUs to release penned threads when a
+// period begins, since an idle CPU runs no ops.dispatch of its own.
+struct ts_timer {
+	struct bpf_timer timer;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ts_timer);
+} refill_timer SEC(".maps");
+
+// Set by the loader: how often the refill timer fires (the shortest period
+// among the ceilings); 0: no ceilings, no timer.
+const volatile __u64 ceiling_tick_ns = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -116,6 +165,17 @@ extern __s32 scx_bpf_select_cpu_and(struct task_struct *p, __s32 prev_cpu, __u64
 				    const struct cpumask *cpus_allowed, __u64 flags) __ksym __weak;
 extern __s32 scx_bpf_select_cpu_dfl(struct task_struct *p, __s32 prev_cpu, __u64 wake_flags,
 				    bool *is_idle) __ksym __weak;
+extern bool scx_bpf_dsq_move(struct bpf_iter_scx_dsq *it, struct task_struct *p, __u64 dsq_id, __u64 enq_flags) __ksym __weak;
+extern bool scx_bpf_dispatch_from_dsq(struct bpf_iter_scx_dsq *it, struct task_struct *p, __u64 dsq_id, __u64 enq_flags) __ksym __weak;
+extern bool scx_bpf_dsq_move_vtime(struct bpf_iter_scx_dsq *it, struct task_struct *p, __u64 dsq_id, __u64 enq_flags) __ksym __weak;
+extern bool scx_bpf_dispatch_vtime_from_dsq(struct bpf_iter_scx_dsq *it, struct task_struct *p, __u64 dsq_id, __u64 enq_flags) __ksym __weak;
+extern void scx_bpf_dsq_move_set_slice(struct bpf_iter_scx_dsq *it, __u64 slice) __ksym __weak;
+extern void scx_bpf_dispatch_from_dsq_set_slice(struct bpf_iter_scx_dsq *it, __u64 slice) __ksym __weak;
+extern void scx_bpf_dsq_move_set_vtime(struct bpf_iter_scx_dsq *it, __u64 vtime) __ksym __weak;
+extern void scx_bpf_dispatch_from_dsq_set_vtime(struct bpf_iter_scx_dsq *it, __u64 vtime) __ksym __weak;
+extern int bpf_iter_scx_dsq_new(struct bpf_iter_scx_dsq *it, __u64 dsq_id, __u64 flags) __ksym;
+extern struct task_struct *bpf_iter_scx_dsq_next(struct bpf_iter_scx_dsq *it) __ksym;
+extern void bpf_iter_scx_dsq_destroy(struct bpf_iter_scx_dsq *it) __ksym;
 extern __s32 scx_bpf_create_dsq(__u64 dsq_id, __s32 node) __ksym;
 extern void scx_bpf_kick_cpu(__s32 cpu, __u64 flags) __ksym;
 extern bool scx_bpf_test_and_clear_cpu_idle(__s32 cpu) __ksym;
@@ -154,6 +214,37 @@ static __always_inline bool move_to_local(__u64 dsq)
 	if (ts_ksym_exists(scx_bpf_dsq_move_to_local))
 		return scx_bpf_dsq_move_to_local(dsq);
 	return scx_bpf_consume(dsq);
+}
+
+// The moves out of a pen, by the kernel's names (6.13 renamed them).
+static __always_inline bool move(struct bpf_iter_scx_dsq *it, struct task_struct *p, __u64 dsq, __u64 flags)
+{
+	if (ts_ksym_exists(scx_bpf_dsq_move))
+		return scx_bpf_dsq_move(it, p, dsq, flags);
+	return scx_bpf_dispatch_from_dsq(it, p, dsq, flags);
+}
+
+static __always_inline bool move_vtime(struct bpf_iter_scx_dsq *it, struct task_struct *p, __u64 dsq, __u64 flags)
+{
+	if (ts_ksym_exists(scx_bpf_dsq_move_vtime))
+		return scx_bpf_dsq_move_vtime(it, p, dsq, flags);
+	return scx_bpf_dispatch_vtime_from_dsq(it, p, dsq, flags);
+}
+
+static __always_inline void move_set_slice(struct bpf_iter_scx_dsq *it, __u64 slice)
+{
+	if (ts_ksym_exists(scx_bpf_dsq_move_set_slice))
+		scx_bpf_dsq_move_set_slice(it, slice);
+	else
+		scx_bpf_dispatch_from_dsq_set_slice(it, slice);
+}
+
+static __always_inline void move_set_vtime(struct bpf_iter_scx_dsq *it, __u64 vtime)
+{
+	if (ts_ksym_exists(scx_bpf_dsq_move_set_vtime))
+		scx_bpf_dsq_move_set_vtime(it, vtime);
+	else
+		scx_bpf_dispatch_from_dsq_set_vtime(it, vtime);
 }
 
 static __always_inline __u32 layer_of(struct task_struct *p)
@@ -267,6 +358,118 @@ static __always_inline void set_queued(struct task_struct *p, __u32 queued)
 		tc->queued = queued;
 }
 
+// queue_vtime is the vtime p enters the vtime DSQ with: a thread that
+// slept long gets at most one slice of credit over the threads that kept
+// running, nor does it carry more than TS_MAX_LAG of debt: a low-weight
+// task (nice 19 counts 100x its runtime) that ran long, or whose run the
+// clock stretched (a VM whose host stalled it), would otherwise wait behind
+// every busy task for up to minutes, and a kernel thread preempted inside
+// an RCU read-side section that waits that long stalls RCU for the whole
+// machine. It marks p queued (see ts_running).
+static __always_inline __u64 queue_vtime(struct ts_task *tc)
+{
+	if ((__s64)(tc->vtime - (vtime_now - SCX_SLICE_DFL)) < 0)
+		tc->vtime = vtime_now - SCX_SLICE_DFL;
+	if ((__s64)(tc->vtime - (vtime_now + TS_MAX_LAG)) > 0)
+		tc->vtime = vtime_now + TS_MAX_LAG;
+	tc->queued = 1;
+	return tc->vtime;
+}
+
+static __always_inline struct ts_ceiling *ceiling(__u32 idx)
+{
+	struct ts_ceiling *c = bpf_map_lookup_elem(&ceilings, &idx);
+
+	return c && c->quota_ns && c->period_ns ? c : NULL;
+}
+
+// refill starts the periods that have begun since c's last one: each adds
+// quota to the budget, which never holds more than one quota (unused
+// runtime does not accumulate into a burst; cpu.max.burst is not read).
+// Several CPUs may get here at once: the compare-and-swap on the period's
+// start lets one of them refill.
+static __always_inline void refill(struct ts_ceiling *c, __u64 now)
+{
+	__u64 start = c->period_start, n;
+	__s64 b, nb;
+
+	if (now - start < c->period_ns)
+		return;
+	n = (now - start) / c->period_ns;
+	if (__sync_val_compare_and_swap(&c->period_start, start, start + n * c->period_ns) != start)
+		return;
+	if (n > 1000)
+		n = 1000; // a long-idle cgroup: any debt is long repaid
+	b = c->budget_ns;
+	nb = b + (__s64)(n * c->quota_ns);
+	if (nb > (__s64)c->quota_ns)
+		nb = c->quota_ns;
+	__sync_fetch_and_add(&c->budget_ns, nb - b);
+}
+
+// over_ceiling returns the first of p's ceilings that has no budget left
+// in this period, or TS_NO_CEILING; it cuts *slice to the least budget left
+// among the others.
+static __always_inline __u32 over_ceiling(struct task_struct *p, __u64 *slice)
+{
+	__u32 tid = p->pid;
+	struct ts_task_ceilings *tcs = bpf_map_lookup_elem(&task_ceilings, &tid);
+	__u64 now;
+
+	if (!tcs)
+		return TS_NO_CEILING;
+	now = bpf_ktime_get_ns();
+	for (int i = 0; i < TS_MAX_TASK_CEILINGS; i++) {
+		__u32 idx = tcs->idx[i];
+		struct ts_ceiling *c;
+		__s64 b;
+
+		if (idx == TS_NO_CEILING)
+			break;
+		c = ceiling(idx);
+		if (!c)
+			continue;
+		refill(c, now);
+		b = c->budget_ns;
+		if (b <= 0)
+			return idx;
+		if ((__u64)b < *slice)
+			*slice = (__u64)b < TS_MIN_CEILING_SLICE ? TS_MIN_CEILING_SLICE : (__u64)b;
+	}
+	return TS_NO_CEILING;
+}
+
+// charge draws a run of p of ran ns from each of its ceilings.
+static __always_inline void charge(struct task_struct *p, __u64 ran)
+{
+	__u32 tid = p->pid;
+	struct ts_task_ceilings *tcs = bpf_map_lookup_elem(&task_ceilings, &tid);
+
+	if (!tcs)
+		return;
+	for (int i = 0; i < TS_MAX_TASK_CEILINGS; i++) {
+		struct ts_ceiling *c;
+
+		if (tcs->idx[i] == TS_NO_CEILING)
+			break;
+		c = ceiling(tcs->idx[i]);
+		if (!c)
+			continue;
+		__sync_fetch_and_add(&c->budget_ns, -(__s64)ran);
+		__sync_fetch_and_add(&c->charged_ns, ran);
+	}
+}
+
+// pen holds p, whose ceiling idx is spent, until a period refills it.
+static __always_inline void pen(struct task_struct *p, __u32 idx, __u64 slice, __u64 enq_flags)
+{
+	struct ts_ceiling *c = ceiling(idx);
+
+	if (c)
+		__sync_fetch_and_add(&c->throttles, 1);
+	insert(p, TS_PEN_DSQ_BASE + (idx & (TS_MAX_CEILINGS - 1)), slice, enq_flags & ~SCX_ENQ_LAST);
+}
+
 SEC("struct_ops/select_cpu")
 __s32 ts_select_cpu(unsigned long long *ctx)
 {
@@ -274,10 +477,14 @@ __s32 ts_select_cpu(unsigned long long *ctx)
 	__s32 prev_cpu = ctx[1];
 	__u64 wake_flags = ctx[2];
 	__u32 layer = layer_of(p);
+	__u64 slice = slice_of(layer);
 	const struct cpumask *shared;
 	bool idle = false;
 	__s32 cpu;
 
+	// A thread over its ceiling is not put on a CPU here: enqueue pens it.
+	if (over_ceiling(p, &slice) != TS_NO_CEILING)
+		return prev_cpu;
 	if (treatment_of(layer) == TS_EXCLUSIVE && exclusive_fits(p, layer)) {
 		__u32 n = layers[layer & (TS_MAX_LAYERS - 1)].nr_cpus;
 
@@ -285,7 +492,7 @@ __s32 ts_select_cpu(unsigned long long *ctx)
 			cpu = layers[layer & (TS_MAX_LAYERS - 1)].cpus[i];
 			if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
 			    scx_bpf_test_and_clear_cpu_idle(cpu)) {
-				insert(p, SCX_DSQ_LOCAL, slice_of(layer), 0);
+				insert(p, SCX_DSQ_LOCAL, slice, 0);
 				count_dispatch(layer);
 				return cpu;
 			}
@@ -303,7 +510,7 @@ __s32 ts_select_cpu(unsigned long long *ctx)
 		// (prev_cpu, a whole idle core, the same LLC).
 		cpu = scx_bpf_select_cpu_and(p, prev_cpu, wake_flags, shared, 0);
 		if (cpu >= 0) {
-			insert(p, SCX_DSQ_LOCAL, slice_of(layer), 0);
+			insert(p, SCX_DSQ_LOCAL, slice, 0);
 			count_dispatch(layer);
 			return cpu;
 		}
@@ -312,7 +519,7 @@ __s32 ts_select_cpu(unsigned long long *ctx)
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &idle);
 	if (!cpu_owned(cpu)) {
 		if (idle) {
-			insert(p, SCX_DSQ_LOCAL, slice_of(layer), 0);
+			insert(p, SCX_DSQ_LOCAL, slice, 0);
 			count_dispatch(layer);
 		}
 		return cpu;
@@ -323,7 +530,7 @@ __s32 ts_select_cpu(unsigned long long *ctx)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 	cpu = scx_bpf_pick_idle_cpu(shared, 0);
 	if (cpu >= 0 && bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
-		insert(p, SCX_DSQ_LOCAL, slice_of(layer), 0);
+		insert(p, SCX_DSQ_LOCAL, slice, 0);
 		count_dispatch(layer);
 		return cpu;
 	}
@@ -381,9 +588,23 @@ void ts_enqueue(unsigned long long *ctx)
 	struct ts_task *tc;
 	__s32 cpu;
 
+	__u32 over;
+
 	if (s)
 		s->enqueues++;
 	set_queued(p, 0);
+	over = over_ceiling(p, &slice);
+	if (over != TS_NO_CEILING) {
+		pen(p, over, slice, enq_flags);
+		return;
+	}
+	// The last runnable task of a CPU whose slice ran out (SCX_OPS_ENQ_LAST:
+	// without it the kernel would keep it running past its ceiling) runs on.
+	if (enq_flags & SCX_ENQ_LAST) {
+		insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
+		count_dispatch(layer);
+		return;
+	}
 	// Before needs_own_cpu: an exclusive thread allowed on a primary and
 	// its kept-idle sibling must wait for the primary.
 	if (t == TS_EXCLUSIVE && exclusive_fits(p, layer)) {
@@ -421,29 +642,141 @@ void ts_enqueue(unsigned long long *ctx)
 		break;
 	default:
 		// normal, the default layer, and exclusive threads that cannot
-		// reach their cores. A thread that slept long gets at most one
-		// slice of credit over the threads that kept running.
+		// reach their cores.
 		tc = bpf_task_storage_get(&task_ctx, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 		if (!tc) {
 			insert(p, TS_NORMAL_DSQ, slice, enq_flags);
 			break;
 		}
-		if ((__s64)(tc->vtime - (vtime_now - SCX_SLICE_DFL)) < 0)
-			tc->vtime = vtime_now - SCX_SLICE_DFL;
-		// Nor does a task carry more than TS_MAX_LAG of debt: a
-		// low-weight task (nice 19 counts 100x its runtime) that
-		// ran long, or whose run the clock stretched (a VM whose
-		// host stalled it), would otherwise wait behind every
-		// busy task for up to minutes, and a kernel thread
-		// preempted inside an RCU read-side section that waits
-		// that long stalls RCU for the whole machine.
-		if ((__s64)(tc->vtime - (vtime_now + TS_MAX_LAG)) > 0)
-			tc->vtime = vtime_now + TS_MAX_LAG;
-		tc->queued = 1;
-		insert_vtime(p, TS_NORMAL_DSQ, slice, tc->vtime, enq_flags);
+		insert_vtime(p, TS_NORMAL_DSQ, slice, queue_vtime(tc), enq_flags);
 		break;
 	}
 	count_dispatch(layer);
+}
+
+// kick_idle_shared wakes an idle shared CPU, if there is one, to consume
+// what was just queued.
+static __always_inline void kick_idle_shared(void)
+{
+	const struct cpumask *shared = shared_mask();
+	__s32 cpu;
+
+	if (!shared)
+		return;
+	cpu = scx_bpf_pick_idle_cpu(shared, 0);
+	if (cpu >= 0)
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+}
+
+// unpen moves p, held in the pen being iterated, to where enqueue puts a
+// thread of its layer, or to the pen of another ceiling of p that is
+// still spent.
+static __always_inline void unpen(struct bpf_iter_scx_dsq *it, struct task_struct *p, __u32 from)
+{
+	__u32 layer = layer_of(p), t = treatment_of(layer), over;
+	__u64 slice = slice_of(layer);
+	struct ts_task *tc;
+	__s32 cpu;
+
+	over = over_ceiling(p, &slice);
+	if (over != TS_NO_CEILING) {
+		if (over != from)
+			move(it, p, TS_PEN_DSQ_BASE + (over & (TS_MAX_CEILINGS - 1)), 0);
+		return;
+	}
+	move_set_slice(it, slice);
+	if (t == TS_EXCLUSIVE && exclusive_fits(p, layer)) {
+		if (move(it, p, TS_LAYER_DSQ_BASE + layer, 0)) {
+			count_dispatch(layer);
+			kick_idle_primary(p, layer);
+		}
+		return;
+	}
+	if (needs_own_cpu(p)) {
+		cpu = own_cpu(p);
+		if (cpu >= 0) {
+			if (move(it, p, SCX_DSQ_LOCAL_ON | cpu, 0)) {
+				count_dispatch(layer);
+				scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			}
+			return;
+		}
+	}
+	switch (t) {
+	case TS_LATENCY:
+	case TS_BATCH:
+	case TS_YIELD:
+		if (!move(it, p, TS_LAYER_DSQ_BASE + layer, 0))
+			return;
+		break;
+	default:
+		tc = bpf_task_storage_get(&task_ctx, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (tc) {
+			move_set_vtime(it, queue_vtime(tc));
+			if (!move_vtime(it, p, TS_NORMAL_DSQ, 0)) {
+				tc->queued = 0;
+				return;
+			}
+		} else if (!move(it, p, TS_NORMAL_DSQ, 0)) {
+			return;
+		}
+		break;
+	}
+	count_dispatch(layer);
+	kick_idle_shared();
+}
+
+// release moves the threads penned under ceilings that have budget again
+// back to their layers.
+static __always_inline void release(void)
+{
+	__u64 now;
+
+	if (!ceiling_tick_ns)
+		return;
+	now = bpf_ktime_get_ns();
+	for (__u32 i = 0; i < TS_MAX_CEILINGS; i++) {
+		struct ts_ceiling *c = ceiling(i);
+		struct bpf_iter_scx_dsq it;
+		struct task_struct *p;
+
+		if (!c || scx_bpf_dsq_nr_queued(TS_PEN_DSQ_BASE + i) <= 0)
+			continue;
+		refill(c, now);
+		if (c->budget_ns <= 0)
+			continue;
+		bpf_iter_scx_dsq_new(&it, TS_PEN_DSQ_BASE + i, 0);
+		while ((p = bpf_iter_scx_dsq_next(&it)))
+			unpen(&it, p, i);
+		bpf_iter_scx_dsq_destroy(&it);
+	}
+}
+
+// ts_refill_tick runs every ceiling_tick_ns: when a period has refilled a
+// ceiling whose threads wait, it wakes an idle CPU, whose ops.dispatch
+// releases them (a busy CPU releases them at its next dispatch).
+static int ts_refill_tick(void *map, __u32 *key, struct ts_timer *t)
+{
+	__u64 now = bpf_ktime_get_ns();
+	bool waiting = false;
+
+	for (__u32 i = 0; i < TS_MAX_CEILINGS; i++) {
+		struct ts_ceiling *c = ceiling(i);
+
+		if (!c || scx_bpf_dsq_nr_queued(TS_PEN_DSQ_BASE + i) <= 0)
+			continue;
+		refill(c, now);
+		if (c->budget_ns > 0)
+			waiting = true;
+	}
+	if (waiting) {
+		for (__u32 cpu = 0; cpu < TS_MAX_CPUS && cpu < nr_cpus; cpu++) {
+			if (cpus[cpu].owner == TS_NO_LAYER || cpus[cpu].primary)
+				scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		}
+	}
+	bpf_timer_start(&t->timer, ceiling_tick_ns, 0);
+	return 0;
 }
 
 SEC("struct_ops/dispatch")
@@ -453,6 +786,7 @@ void ts_dispatch(unsigned long long *ctx)
 	__u32 c = cpu & (TS_MAX_CPUS - 1), owner, n = nr_dispatch;
 	__u64 now;
 
+	release();
 	owner = cpus[c].owner;
 	if (owner != TS_NO_LAYER) {
 		// An owned core: its primary CPU runs the owner's threads, its
@@ -559,6 +893,7 @@ void ts_stopping(unsigned long long *ctx)
 	s = stats_of(layer);
 	if (s)
 		s->runtime_ns += ran;
+	charge(p, ran);
 	t = treatment_of(layer);
 	if (t != TS_NORMAL && t != TS_EXCLUSIVE)
 		return;
@@ -590,6 +925,27 @@ __s32 ts_init(void)
 	err = scx_bpf_create_dsq(TS_NORMAL_DSQ, -1);
 	if (err)
 		return err;
+	if (ceiling_tick_ns) {
+		struct ts_timer *t;
+
+		for (__u32 i = 0; i < TS_MAX_CEILINGS; i++) {
+			err = scx_bpf_create_dsq(TS_PEN_DSQ_BASE + i, -1);
+			if (err)
+				return err;
+		}
+		t = bpf_map_lookup_elem(&refill_timer, &zero);
+		if (!t)
+			return -2; // ENOENT
+		err = bpf_timer_init(&t->timer, &refill_timer, CLOCK_MONOTONIC);
+		if (err)
+			return err;
+		err = bpf_timer_set_callback(&t->timer, ts_refill_tick);
+		if (err)
+			return err;
+		err = bpf_timer_start(&t->timer, ceiling_tick_ns, 0);
+		if (err)
+			return err;
+	}
 
 	mask = bpf_cpumask_create();
 	if (!mask)
@@ -628,5 +984,6 @@ struct sched_ext_ops temper_ops = {
 	.stopping = (void *)ts_stopping,
 	.init = (void *)ts_init,
 	.exit = (void *)ts_exit,
+	.flags = SCX_OPS_ENQ_LAST,
 	.name = "temper_layered",
 };

@@ -26,11 +26,21 @@
 #define TS_MAX_SIBLINGS 3     /* other hyperthreads of a core (SMT4) */
 #define TS_NO_CPU 0xffffffffu
 #define TS_NO_LAYER 0xffffffffu
+#define TS_MAX_CEILINGS 8      /* limited cgroups (pods, containers) one plan bounds */
+#define TS_MAX_TASK_CEILINGS 4 /* limited cgroups one thread sits under, nearest first */
+#define TS_NO_CEILING 0xffffffffu
 
 /* DSQ ids: one per layer, and the shared vtime-ordered DSQ of the normal
  * and default layers. Custom ids must not set bit 63 (built-in DSQs). */
 #define TS_LAYER_DSQ_BASE 0x1000ULL
 #define TS_NORMAL_DSQ 0x2000ULL
+/* One per ceiling: where the threads of a cgroup that used up its budget
+ * wait for the next period. No CPU consumes it. */
+#define TS_PEN_DSQ_BASE 0x3000ULL
+
+/* The shortest slice a ceiling cuts a task's slice to, so that a nearly
+ * spent budget does not cost a context switch per microsecond. */
+#define TS_MIN_CEILING_SLICE 200000ULL
 
 /* The most virtual time a task of the vtime DSQ may be ahead of the queue
  * (and be charged for one run): 10 default slices. */
@@ -78,6 +88,23 @@ struct ts_stats {
 	__u64 enqueues;
 };
 
+/* A CPU ceiling: a cgroup's cpu.max as a runtime budget per period, which
+ * the runtime of every thread under that cgroup draws down (the loader
+ * writes quota_ns and period_ns; the scheduler keeps the rest). */
+struct ts_ceiling {
+	__u64 quota_ns;     /* runtime per period; 0: the slot is unused */
+	__u64 period_ns;
+	__s64 budget_ns;    /* left in this period; negative: debt the next refill repays */
+	__u64 period_start; /* bpf_ktime_get_ns() of the current period's start */
+	__u64 throttles;    /* times a thread was held for want of budget */
+	__u64 charged_ns;   /* runtime charged */
+};
+
+/* The ceilings a thread draws on, TS_NO_CEILING-terminated. */
+struct ts_task_ceilings {
+	__u32 idx[TS_MAX_TASK_CEILINGS];
+};
+
 struct ts_task {
 	__u64 vtime;  /* normal and default layers: weighted runtime */
 	__u32 queued; /* in the vtime DSQ: vtime_now follows it when it runs */
@@ -121,6 +148,11 @@ struct scx_exit_info {
 	char *msg;
 } __attribute__((preserve_access_index));
 
+/* The kernel's open-coded DSQ iterator (opaque; 48 bytes since 6.12). */
+struct bpf_iter_scx_dsq {
+	__u64 __opaque[6];
+} __attribute__((aligned(8)));
+
 struct scx_init_task_args;
 struct scx_exit_task_args;
 
@@ -145,10 +177,13 @@ struct sched_ext_ops {
 #define SCX_DSQ_LOCAL (SCX_DSQ_FLAG_BUILTIN | 2)
 #define SCX_DSQ_LOCAL_ON (SCX_DSQ_FLAG_BUILTIN | SCX_DSQ_FLAG_LOCAL_ON)
 #define SCX_ENQ_PREEMPT (1ULL << 32)
+#define SCX_ENQ_LAST (1ULL << 41)
+#define SCX_OPS_ENQ_LAST 2ULL
 #define SCX_KICK_IDLE 1
 #define SCX_KICK_PREEMPT 2
 #define SCX_SLICE_DFL 20000000ULL
 #define PF_KTHREAD 0x00200000
+#define CLOCK_MONOTONIC 1
 
 /* A referenced kptr ("kptr" since 6.4; libbpf 1.1's __kptr_ref is the old tag). */
 #define __ts_kptr __attribute__((btf_type_tag("kptr")))

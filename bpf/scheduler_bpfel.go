@@ -16,9 +16,12 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	SchedulerMapCeilings      = "ceilings"
 	SchedulerMapCpuState      = "cpu_state"
 	SchedulerMapMasks         = "masks"
+	SchedulerMapRefillTimer   = "refill_timer"
 	SchedulerMapStats         = "stats"
+	SchedulerMapTaskCeilings  = "task_ceilings"
 	SchedulerMapTaskCtx       = "task_ctx"
 	SchedulerMapTaskLayers    = "task_layers"
 	SchedulerMapTemperOps     = "temper_ops"
@@ -29,6 +32,7 @@ const (
 	SchedulerProgTsRunning    = "ts_running"
 	SchedulerProgTsSelectCpu  = "ts_select_cpu"
 	SchedulerProgTsStopping   = "ts_stopping"
+	SchedulerVarCeilingTickNs = "ceiling_tick_ns"
 	SchedulerVarCpus          = "cpus"
 	SchedulerVarDefaultLayer  = "default_layer"
 	SchedulerVarDispatchOrder = "dispatch_order"
@@ -100,18 +104,22 @@ type SchedulerProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SchedulerMapSpecs struct {
-	CpuState   *ebpf.MapSpec `ebpf:"cpu_state"`
-	Masks      *ebpf.MapSpec `ebpf:"masks"`
-	Stats      *ebpf.MapSpec `ebpf:"stats"`
-	TaskCtx    *ebpf.MapSpec `ebpf:"task_ctx"`
-	TaskLayers *ebpf.MapSpec `ebpf:"task_layers"`
-	TemperOps  *ebpf.MapSpec `ebpf:"temper_ops"`
+	Ceilings     *ebpf.MapSpec `ebpf:"ceilings"`
+	CpuState     *ebpf.MapSpec `ebpf:"cpu_state"`
+	Masks        *ebpf.MapSpec `ebpf:"masks"`
+	RefillTimer  *ebpf.MapSpec `ebpf:"refill_timer"`
+	Stats        *ebpf.MapSpec `ebpf:"stats"`
+	TaskCeilings *ebpf.MapSpec `ebpf:"task_ceilings"`
+	TaskCtx      *ebpf.MapSpec `ebpf:"task_ctx"`
+	TaskLayers   *ebpf.MapSpec `ebpf:"task_layers"`
+	TemperOps    *ebpf.MapSpec `ebpf:"temper_ops"`
 }
 
 // SchedulerVariableSpecs contains global variables before they are loaded into the kernel.
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SchedulerVariableSpecs struct {
+	CeilingTickNs *ebpf.VariableSpec `ebpf:"ceiling_tick_ns"`
 	Cpus          *ebpf.VariableSpec `ebpf:"cpus"`
 	DefaultLayer  *ebpf.VariableSpec `ebpf:"default_layer"`
 	DispatchOrder *ebpf.VariableSpec `ebpf:"dispatch_order"`
@@ -148,19 +156,25 @@ func (o *SchedulerObjects) Close() error {
 //
 // It can be passed to LoadSchedulerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SchedulerMaps struct {
-	CpuState   *ebpf.Map `ebpf:"cpu_state"`
-	Masks      *ebpf.Map `ebpf:"masks"`
-	Stats      *ebpf.Map `ebpf:"stats"`
-	TaskCtx    *ebpf.Map `ebpf:"task_ctx"`
-	TaskLayers *ebpf.Map `ebpf:"task_layers"`
-	TemperOps  *ebpf.Map `ebpf:"temper_ops"`
+	Ceilings     *ebpf.Map `ebpf:"ceilings"`
+	CpuState     *ebpf.Map `ebpf:"cpu_state"`
+	Masks        *ebpf.Map `ebpf:"masks"`
+	RefillTimer  *ebpf.Map `ebpf:"refill_timer"`
+	Stats        *ebpf.Map `ebpf:"stats"`
+	TaskCeilings *ebpf.Map `ebpf:"task_ceilings"`
+	TaskCtx      *ebpf.Map `ebpf:"task_ctx"`
+	TaskLayers   *ebpf.Map `ebpf:"task_layers"`
+	TemperOps    *ebpf.Map `ebpf:"temper_ops"`
 }
 
 func (m *SchedulerMaps) Close() error {
 	return _SchedulerClose(
+		m.Ceilings,
 		m.CpuState,
 		m.Masks,
+		m.RefillTimer,
 		m.Stats,
+		m.TaskCeilings,
 		m.TaskCtx,
 		m.TaskLayers,
 		m.TemperOps,
@@ -171,6 +185,7 @@ func (m *SchedulerMaps) Close() error {
 //
 // It can be passed to LoadSchedulerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SchedulerVariables struct {
+	CeilingTickNs *ebpf.Variable `ebpf:"ceiling_tick_ns"`
 	Cpus          *ebpf.Variable `ebpf:"cpus"`
 	DefaultLayer  *ebpf.Variable `ebpf:"default_layer"`
 	DispatchOrder *ebpf.Variable `ebpf:"dispatch_order"`

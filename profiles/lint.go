@@ -17,6 +17,10 @@ type LintOptions struct {
 	// RequestMillicores is the pod's CPU request; 0 means the profile's
 	// traits.cpu_request_millicores.
 	RequestMillicores int
+	// LimitMillicores is the pod's CPU limit (cpu.max as millicores); 0
+	// means the profile's traits.cpu_limit_millicores, and neither: no
+	// limit, or unknown, which lint does not check.
+	LimitMillicores int
 	// Demote turns "an exclusive group needs more cores than the machine
 	// has" from an error into a warning that the group will be demoted to
 	// latency treatment (see Demote).
@@ -181,6 +185,9 @@ func (l *linter) traits() {
 	}
 	if l.opt.RequestMillicores < 0 {
 		l.errorf(-1, "", "the request to check against is negative (%dm)", l.opt.RequestMillicores)
+	}
+	if l.opt.LimitMillicores < 0 {
+		l.errorf(-1, "", "the limit to check against is negative (%dm)", l.opt.LimitMillicores)
 	}
 }
 

@@ -71,6 +71,7 @@ func (l *linter) cores() {
 		exclusiveHot += max(gs[i].ExclusiveCores, hotThreads(&gs[i]))
 	}
 	l.totalHot()
+	l.limit()
 	if cores == 0 {
 		return
 	}
@@ -144,6 +145,32 @@ func (l *linter) totalHot() {
 	}
 	if sum > hot {
 		l.errorf(-1, "traits.hot_threads", "the exclusive groups own %d cores in total but the workload has %d hot threads: the extra cores sit idle", sum, hot)
+	}
+}
+
+// limit checks the exclusive groups together against the pod's CPU limit.
+// An exclusive core runs its group on one CPU (its siblings stay idle), so
+// n exclusive cores can use n CPUs; a pod limited below that cannot use
+// them all: CFS throttles it at its quota, and the sched_ext scheduler's
+// ceiling (derived from cpu.max) holds it there too, so the cores the
+// limit cannot pay for sit idle, kept from everything else.
+func (l *linter) limit() {
+	limit := l.p.Traits.CPULimitMillicores
+	if l.opt.LimitMillicores > 0 {
+		limit = l.opt.LimitMillicores
+	}
+	if limit <= 0 {
+		return
+	}
+	sum := 0
+	for _, g := range l.p.ThreadGroups {
+		if g.Treatment == Exclusive && g.ExclusiveCores > 0 {
+			sum += g.ExclusiveCores
+		}
+	}
+	if sum*1000 > limit {
+		l.warnf(-1, "traits.cpu_limit_millicores", "the exclusive groups own %d cores (%d CPUs of running) but the pod is limited to %.3g CPUs (%dm): the limit, enforced by CFS and by the sched_ext scheduler's ceiling alike, leaves at least %.3g of those CPUs idle and kept from other work; lower cpu_fraction or raise the limit",
+			sum, sum, float64(limit)/1000, limit, float64(sum*1000-limit)/1000)
 	}
 }
 

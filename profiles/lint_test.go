@@ -70,6 +70,20 @@ func TestLintRules(t *testing.T) {
 				p.ThreadGroups[0].Evidence = &Evidence{Threads: 4, HotThreads: 2}
 			},
 			want: []want{{Error, 0, "exclusive_cores", "3 cores for 2 hot threads"}}, none: true},
+		{name: "2 exclusive cores under a 1.5-CPU limit",
+			change: func(p *Profile) { p.Traits.CPULimitMillicores = 2250 },
+			opt:    LintOptions{LimitMillicores: 1500},
+			want:   []want{{Warning, -1, "traits.cpu_limit_millicores", "own 2 cores (2 CPUs of running) but the pod is limited to 1.5 CPUs (1500m)"}}, none: true},
+		{name: "2 exclusive cores under the profile's own 1.5-CPU limit",
+			change: func(p *Profile) {
+				p.Traits.CPURequestMillicores, p.Traits.CPULimitMillicores = 1500, 1500
+				p.ThreadGroups[0].CPUFraction = 1
+			},
+			want: []want{{Warning, -1, "traits.cpu_limit_millicores", "limited to 1.5 CPUs (1500m): the limit"}}, none: true},
+		{name: "2 exclusive cores within a 2-CPU limit",
+			change: func(p *Profile) { p.Traits.CPULimitMillicores = 2250 },
+			opt:    LintOptions{LimitMillicores: 2000},
+			none:   true},
 		{name: "0.8 × 2500m is exactly 2 cores despite float64",
 			change: func(p *Profile) { p.Traits.CPURequestMillicores = 2500; p.ThreadGroups[0].CPUFraction = 0.8 },
 			none:   true},

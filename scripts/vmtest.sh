@@ -83,6 +83,7 @@ expected=(
 	go/TestVMContextCancelDetaches
 	go/TestVMContract
 	go/TestVMSwitchover
+	go/TestVMCeiling
 	e2e/unknown-matcher
 	e2e/apply-enabled
 	e2e/layers

@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"temper.codes/temper-train/bpf"
+	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 )
 
@@ -94,10 +95,14 @@ type Applied struct {
 	lnk   link.Link
 	kfunc []string
 
+	ceilings *ceilingTable // nil: NoCeilings
+
 	mu       sync.Mutex
-	assigned map[uint32]uint32 // tid → layer, as written to task_layers
-	done     bool              // reverted
-	exit     *ExitInfo         // read after the scheduler was disabled
+	assigned map[uint32]uint32       // tid → layer, as written to task_layers
+	bounded  map[uint32]taskCeilings // tid → ceilings, as written to task_ceilings
+	written  int                     // ceilings.slots written to the ceilings map
+	done     bool                    // reverted
+	exit     *ExitInfo               // read after the scheduler was disabled
 
 	revertOnce sync.Once
 	revErr     error
@@ -136,12 +141,29 @@ func (b *Backend) apply(ctx context.Context, p scheduler.Plan) (*Applied, error)
 	if err != nil {
 		return nil, fmt.Errorf("sched_ext backend: list the target's threads: %w", err)
 	}
-	coll, kfuncs, err := b.load(cfg)
+	var ceilings *ceilingTable
+	var tick time.Duration
+	if !b.NoCeilings {
+		read := b.limits
+		if read == nil {
+			if read, err = hierarchyLimits(); err != nil {
+				return nil, fmt.Errorf("sched_ext backend: CPU ceilings: %w", err)
+			}
+		}
+		ceilings = newCeilingTable(read)
+		// The cgroups known now set the refill timer, which is fixed at load.
+		if _, err := ceilings.assign(threads); err != nil {
+			return nil, fmt.Errorf("sched_ext backend: CPU ceilings: %w", err)
+		}
+		tick = ceilings.tick()
+	}
+	coll, kfuncs, err := b.load(cfg, tick)
 	if err != nil {
 		return nil, err
 	}
-	a := &Applied{b: b, plan: p, cfg: cfg, coll: coll, kfunc: kfuncs, assigned: map[uint32]uint32{}}
-	if err := a.update(cfg.assign(p.Classifier, threads)); err != nil {
+	a := &Applied{b: b, plan: p, cfg: cfg, coll: coll, kfunc: kfuncs, ceilings: ceilings,
+		assigned: map[uint32]uint32{}, bounded: map[uint32]taskCeilings{}}
+	if err := a.update(threads); err != nil {
 		coll.Close()
 		return nil, err
 	}
@@ -171,8 +193,9 @@ func (b *Backend) apply(ctx context.Context, p scheduler.Plan) (*Applied, error)
 }
 
 // load prepares the embedded object for cfg and the running kernel and
-// loads it. It returns the kfuncs the program will call.
-func (b *Backend) load(cfg *config) (*ebpf.Collection, []string, error) {
+// loads it; tick is the ceilings' refill interval (0: no ceilings). It
+// returns the kfuncs the program will call.
+func (b *Backend) load(cfg *config, tick time.Duration) (*ebpf.Collection, []string, error) {
 	spec, err := bpf.LoadScheduler()
 	if err != nil {
 		return nil, nil, fmt.Errorf("sched_ext backend: parse embedded BPF object: %w", err)
@@ -186,7 +209,7 @@ func (b *Backend) load(cfg *config) (*ebpf.Collection, []string, error) {
 		return nil, nil, fmt.Errorf("sched_ext backend: %w", err)
 	}
 	hideKfuncs(spec, choice.Hide)
-	if err := setVariables(spec, cfg); err != nil {
+	if err := setVariables(spec, cfg, tick); err != nil {
 		return nil, nil, fmt.Errorf("sched_ext backend: %w", err)
 	}
 	if b.editSpec != nil {
@@ -218,8 +241,9 @@ func logTail(log []string, n int) string {
 	return "  verifier: " + strings.Join(log, "\n  verifier: ")
 }
 
-// setVariables writes cfg into the object's read-only globals.
-func setVariables(spec *ebpf.CollectionSpec, cfg *config) error {
+// setVariables writes cfg and the ceilings' refill interval tick (0: no
+// ceilings) into the object's read-only globals.
+func setVariables(spec *ebpf.CollectionSpec, cfg *config, tick time.Duration) error {
 	var layers [maxLayers]layerConfig
 	copy(layers[:], cfg.Layers)
 	var cpus [maxCPUs]cpuConfig
@@ -237,6 +261,7 @@ func setVariables(spec *ebpf.CollectionSpec, cfg *config) error {
 		bpf.SchedulerVarDispatchOrder: order,
 		bpf.SchedulerVarLayers:        layers,
 		bpf.SchedulerVarCpus:          cpus,
+		bpf.SchedulerVarCeilingTickNs: uint64(tick),
 	} {
 		vs, ok := spec.Variables[name]
 		if !ok {
@@ -370,29 +395,57 @@ func cString(b []byte) string {
 	return strings.TrimSpace(string(b))
 }
 
-// update writes a tid → layer assignment into the kernel's map: new and
-// changed threads, and deletes threads no longer listed.
-func (a *Applied) update(next map[uint32]uint32) error {
-	m := a.coll.Maps[bpf.SchedulerMapTaskLayers]
+// update classifies threads into layers and ceilings and writes both to
+// the kernel's maps: new ceilings first, then new and changed threads; it
+// deletes threads no longer listed.
+func (a *Applied) update(threads []profiles.Thread) error {
+	layers := a.cfg.assign(a.plan.Classifier, threads)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	for tid, layer := range next {
-		if old, ok := a.assigned[tid]; ok && old == layer {
+	var bounds map[uint32]taskCeilings
+	if a.ceilings != nil {
+		var err error
+		if bounds, err = a.ceilings.assign(threads); err != nil {
+			return fmt.Errorf("sched_ext backend: CPU ceilings: %w", err)
+		}
+		for ; a.written < len(a.ceilings.slots); a.written++ {
+			c := a.ceilings.slots[a.written]
+			if err := a.coll.Maps[bpf.SchedulerMapCeilings].Put(uint32(a.written), c.state()); err != nil {
+				return fmt.Errorf("sched_ext backend: ceiling %s: %w", c, err)
+			}
+		}
+	}
+	if err := syncMap(a.coll.Maps[bpf.SchedulerMapTaskLayers], a.assigned, layers, func(tid uint32) string {
+		return "assign thread " + fmt.Sprint(tid) + " to layer " + a.cfg.Names[layers[tid]]
+	}); err != nil {
+		return err
+	}
+	return syncMap(a.coll.Maps[bpf.SchedulerMapTaskCeilings], a.bounded, bounds, func(tid uint32) string {
+		return "bound thread " + fmt.Sprint(tid) + " by its cgroups' CPU limits"
+	})
+}
+
+// syncMap makes the kernel map m, whose contents are mirrored in have, hold
+// want: it writes new and changed entries and deletes those want lacks.
+// what names a write for errors.
+func syncMap[V comparable](m *ebpf.Map, have, want map[uint32]V, what func(tid uint32) string) error {
+	for tid, v := range want {
+		if old, ok := have[tid]; ok && old == v {
 			continue
 		}
-		if err := m.Put(tid, layer); err != nil {
-			return fmt.Errorf("sched_ext backend: assign thread %d to layer %s: %w", tid, a.cfg.Names[layer], err)
+		if err := m.Put(tid, v); err != nil {
+			return fmt.Errorf("sched_ext backend: %s: %w", what(tid), err)
 		}
-		a.assigned[tid] = layer
+		have[tid] = v
 	}
-	for tid := range a.assigned {
-		if _, ok := next[tid]; ok {
+	for tid := range have {
+		if _, ok := want[tid]; ok {
 			continue
 		}
 		if err := m.Delete(tid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("sched_ext backend: forget thread %d: %w", tid, err)
 		}
-		delete(a.assigned, tid)
+		delete(have, tid)
 	}
 	return nil
 }
@@ -413,7 +466,33 @@ func (a *Applied) Refresh() error {
 	if err != nil {
 		return fmt.Errorf("sched_ext backend: list the target's threads: %w", err)
 	}
-	return a.update(a.cfg.assign(a.plan.Classifier, threads))
+	return a.update(threads)
+}
+
+// Ceilings returns the CPU ceilings in force and their counters since
+// Apply, in the order their cgroups were first seen; none with
+// Backend.NoCeilings.
+func (a *Applied) Ceilings() ([]CeilingStats, error) {
+	if err := a.ejected(); err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.done {
+		return nil, fmt.Errorf("sched_ext backend: ceilings: %w", scheduler.ErrReverted)
+	}
+	if a.ceilings == nil {
+		return nil, nil
+	}
+	out := make([]CeilingStats, len(a.ceilings.slots))
+	for i, c := range a.ceilings.slots {
+		var st ceilingState
+		if err := a.coll.Maps[bpf.SchedulerMapCeilings].Lookup(uint32(i), &st); err != nil {
+			return nil, fmt.Errorf("sched_ext backend: read ceiling %s: %w", c, err)
+		}
+		out[i] = CeilingStats{Ceiling: c, Charged: time.Duration(st.ChargedNs), Throttles: st.Throttles}
+	}
+	return out, nil
 }
 
 // Stats returns the per-layer counters since Apply: the profile's groups in

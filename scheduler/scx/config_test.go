@@ -197,6 +197,8 @@ func TestLayouts(t *testing.T) {
 		{elem(bpf.SchedulerVarLayers), layerConfig{}},
 		{elem(bpf.SchedulerVarCpus), cpuConfig{}},
 		{spec.Maps[bpf.SchedulerMapStats].Value, stats{}},
+		{spec.Maps[bpf.SchedulerMapCeilings].Value, ceilingState{}},
+		{spec.Maps[bpf.SchedulerMapTaskCeilings].Value, taskCeilings{}},
 	}
 	for _, tt := range tests {
 		st, ok := btf.UnderlyingType(tt.c).(*btf.Struct)
@@ -215,6 +217,9 @@ func TestLayouts(t *testing.T) {
 				t.Errorf("struct %s.%s at %d in C, %s.%s at %d in Go", st.Name, m.Name, m.Offset.Bytes(), gt.Name(), gt.Field(i).Name, off)
 			}
 		}
+	}
+	if n := spec.Maps[bpf.SchedulerMapCeilings].MaxEntries; n != maxCeilings {
+		t.Errorf("ceilings has %d entries in C, %d in Go", n, maxCeilings)
 	}
 	for name, n := range map[string]int{bpf.SchedulerVarLayers: maxLayers, bpf.SchedulerVarCpus: maxCPUs, bpf.SchedulerVarDispatchOrder: maxLayers + 1} {
 		arr := btf.UnderlyingType(spec.Variables[name].Type.Type).(*btf.Array)

@@ -42,6 +42,11 @@ var kfuncFamilies = [][]string{
 	{"scx_bpf_dsq_insert_vtime", "scx_bpf_dispatch_vtime"},
 	{"scx_bpf_dsq_move_to_local___v2", "scx_bpf_dsq_move_to_local", "scx_bpf_consume"},
 	{"scx_bpf_select_cpu_and", "scx_bpf_select_cpu_dfl"},
+	// Moving penned threads out (ceilings): renamed in 6.13.
+	{"scx_bpf_dsq_move", "scx_bpf_dispatch_from_dsq"},
+	{"scx_bpf_dsq_move_vtime", "scx_bpf_dispatch_vtime_from_dsq"},
+	{"scx_bpf_dsq_move_set_slice", "scx_bpf_dispatch_from_dsq_set_slice"},
+	{"scx_bpf_dsq_move_set_vtime", "scx_bpf_dispatch_from_dsq_set_vtime"},
 }
 
 // poisonedCall is the helper number cilium/ebpf (and libbpf) put in place

@@ -20,14 +20,22 @@ var stableKfuncs = []string{
 	"scx_bpf_create_dsq", "scx_bpf_kick_cpu", "scx_bpf_test_and_clear_cpu_idle",
 	"scx_bpf_pick_idle_cpu", "scx_bpf_task_cpu", "scx_bpf_dsq_nr_queued", "bpf_cpumask_create",
 	"bpf_cpumask_release", "bpf_cpumask_set_cpu", "bpf_cpumask_test_cpu", "bpf_cpumask_intersects",
+	"bpf_iter_scx_dsq_new", "bpf_iter_scx_dsq_next", "bpf_iter_scx_dsq_destroy",
 }
+
+// The moves out of a ceiling's pen: 6.13 names, and 6.12's.
+var (
+	moveKfuncs    = []string{"scx_bpf_dsq_move", "scx_bpf_dsq_move_vtime", "scx_bpf_dsq_move_set_slice", "scx_bpf_dsq_move_set_vtime"}
+	moveKfuncs612 = []string{"scx_bpf_dispatch_from_dsq", "scx_bpf_dispatch_vtime_from_dsq", "scx_bpf_dispatch_from_dsq_set_slice", "scx_bpf_dispatch_from_dsq_set_vtime"}
+)
 
 func TestResolveKfuncs(t *testing.T) {
 	spec, err := bpf.LoadScheduler()
 	if err != nil {
 		t.Fatal(err)
 	}
-	with := func(names ...string) []string { return append(slices.Clone(stableKfuncs), names...) }
+	with := func(names ...string) []string { return append(slices.Concat(stableKfuncs, moveKfuncs), names...) }
+	with612 := func(names ...string) []string { return append(slices.Concat(stableKfuncs, moveKfuncs612), names...) }
 	tests := []struct {
 		name    string
 		funcs   []string // kernel BTF functions, in BTF order
@@ -43,7 +51,7 @@ func TestResolveKfuncs(t *testing.T) {
 				"scx_bpf_dsq_insert_vtime",
 				"scx_bpf_dsq_move_to_local", "scx_bpf_dsq_move_to_local___v2", "scx_bpf_dsq_move_to_local___v2_impl",
 				"scx_bpf_select_cpu_and", "scx_bpf_select_cpu_dfl"),
-			use: []string{"scx_bpf_dsq_insert___v2", "scx_bpf_dsq_insert_vtime", "scx_bpf_dsq_move_to_local___v2", "scx_bpf_select_cpu_and"},
+			use: append([]string{"scx_bpf_dsq_insert___v2", "scx_bpf_dsq_insert_vtime", "scx_bpf_dsq_move_to_local___v2", "scx_bpf_select_cpu_and"}, moveKfuncs...),
 			hidden: map[string]string{
 				"scx_bpf_dsq_insert":        "several matches",
 				"scx_bpf_dsq_move_to_local": "several matches",
@@ -54,17 +62,18 @@ func TestResolveKfuncs(t *testing.T) {
 		{
 			name:  "6.13: new names, no ___v2",
 			funcs: with("scx_bpf_dsq_insert", "scx_bpf_dsq_insert_vtime", "scx_bpf_dsq_move_to_local", "scx_bpf_select_cpu_dfl"),
-			use:   []string{"scx_bpf_dsq_insert", "scx_bpf_dsq_insert_vtime", "scx_bpf_dsq_move_to_local", "scx_bpf_select_cpu_dfl"},
+			use:   append([]string{"scx_bpf_dsq_insert", "scx_bpf_dsq_insert_vtime", "scx_bpf_dsq_move_to_local", "scx_bpf_select_cpu_dfl"}, moveKfuncs...),
 			hidden: map[string]string{
-				"scx_bpf_dsq_insert___v2": "not in this kernel",
-				"scx_bpf_consume":         "not in this kernel",
-				"scx_bpf_select_cpu_and":  "not in this kernel",
+				"scx_bpf_dispatch_from_dsq": "not in this kernel",
+				"scx_bpf_dsq_insert___v2":   "not in this kernel",
+				"scx_bpf_consume":           "not in this kernel",
+				"scx_bpf_select_cpu_and":    "not in this kernel",
 			},
 		},
 		{
 			name:  "6.12: the first names",
-			funcs: with("scx_bpf_dispatch", "scx_bpf_dispatch_vtime", "scx_bpf_consume", "scx_bpf_select_cpu_dfl"),
-			use:   []string{"scx_bpf_dispatch", "scx_bpf_dispatch_vtime", "scx_bpf_consume", "scx_bpf_select_cpu_dfl"},
+			funcs: with612("scx_bpf_dispatch", "scx_bpf_dispatch_vtime", "scx_bpf_consume", "scx_bpf_select_cpu_dfl"),
+			use:   append([]string{"scx_bpf_dispatch", "scx_bpf_dispatch_vtime", "scx_bpf_consume", "scx_bpf_select_cpu_dfl"}, moveKfuncs612...),
 		},
 		{
 			// Another BTF order: now the ___v2 name is the ambiguous one
@@ -72,7 +81,7 @@ func TestResolveKfuncs(t *testing.T) {
 			name: "other order",
 			funcs: with("scx_bpf_dsq_insert___v2", "scx_bpf_dsq_insert", "scx_bpf_dsq_insert___v2_impl",
 				"scx_bpf_dsq_insert_vtime", "scx_bpf_dsq_move_to_local", "scx_bpf_select_cpu_dfl"),
-			use:    []string{"scx_bpf_dsq_insert", "scx_bpf_dsq_insert_vtime", "scx_bpf_dsq_move_to_local", "scx_bpf_select_cpu_dfl"},
+			use:    append([]string{"scx_bpf_dsq_insert", "scx_bpf_dsq_insert_vtime", "scx_bpf_dsq_move_to_local", "scx_bpf_select_cpu_dfl"}, moveKfuncs...),
 			hidden: map[string]string{"scx_bpf_dsq_insert___v2": "several matches"},
 		},
 		{

@@ -27,6 +27,15 @@ type Backend struct {
 	// editSpec, when set (tests only), changes the prepared object just
 	// before it is loaded.
 	editSpec func(*ebpf.CollectionSpec) error
+	// limits reads the CPU limits above a cgroup (ceiling.go); nil: the
+	// cgroup filesystem's, found at Apply.
+	limits limitReader
+
+	// NoCeilings leaves cpu.max unenforced, as the kernel does under any
+	// sched_ext scheduler: the target's threads run wherever their layers
+	// let them, whatever their cgroups' limits (see ceiling.go). For
+	// measuring what the ceilings cost or prevent.
+	NoCeilings bool
 }
 
 // New returns the backend for the running kernel.

@@ -25,10 +25,12 @@ import (
 	"github.com/cilium/ebpf/asm"
 
 	"temper.codes/temper-train/bpf"
+	"temper.codes/temper-train/internal/cgroup"
 	"temper.codes/temper-train/internal/need"
 	"temper.codes/temper-train/internal/procfs"
 	"temper.codes/temper-train/internal/testkit"
 	"temper.codes/temper-train/machine"
+	"temper.codes/temper-train/observe/snapshot"
 	"temper.codes/temper-train/profiles"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/schedulertest"
@@ -368,7 +370,7 @@ func TestVMKfuncWorkaround(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := setVariables(spec, cfg); err != nil {
+		if err := setVariables(spec, cfg, defaultCeilingTick); err != nil {
 			t.Fatal(err)
 		}
 		ch, err := resolveKfuncs(spec, kernel)
@@ -642,4 +644,99 @@ func TestVMSwitchover(t *testing.T) {
 		}
 	}
 	t.Logf("switch-over (apply + revert) on sched_ext: %.1f ms mean over %d (TCG-emulated VM: for function only)", float64(total.Microseconds())/1000/n, n)
+}
+
+// TestVMCeiling holds a cgroup limited to 0.5 CPU (cpu.max "50000 100000")
+// whose two threads would each use a whole CPU to its limit under the
+// scheduler: its cpu.stat usage over 10 s stays within 0.5 CPU + 5% with
+// the ceilings, and is above that with Backend.NoCeilings, which shows the
+// kernel does not enforce cpu.max under sched_ext and the check can see it.
+func TestVMCeiling(t *testing.T) {
+	const (
+		limit  = 500 // millicores
+		window = 10 * time.Second
+		slack  = 1.05
+	)
+	for _, tt := range []struct {
+		name       string
+		noCeilings bool
+	}{{"ceiling", false}, {"no ceiling", true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			b := needSchedExt(t)
+			b.NoCeilings = tt.noCeilings
+			h, err := cgroup.Find()
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir, err := h.Top().Make(fmt.Sprintf("temper-ceiling-%d", os.Getpid()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := dir.Remove(); err != nil {
+					t.Errorf("remove the test cgroup: %v", err)
+				}
+			})
+			if err := dir.Set(h.Quota(limit)); err != nil {
+				t.Fatal(err)
+			}
+			var pids []int
+			for range 2 {
+				spin := exec.Command("sh", "-c", "while :; do :; done")
+				if err := dir.Start(spin); err != nil {
+					t.Fatal(err)
+				}
+				pids = append(pids, spin.Process.Pid)
+				t.Cleanup(func() { spin.Process.Kill(); spin.Wait() })
+			}
+			usage := func() time.Duration {
+				c, err := snapshot.ReadCgroupCPU(snapshot.CgroupDir{Version: h.Version, Path: dir.CPU})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.UsageNs == nil {
+					t.Fatalf("cgroup %s has no CPU usage (missing %v)", dir.CPU, c.Missing)
+				}
+				return time.Duration(*c.UsageNs)
+			}
+
+			tasks := taskSnapshot()
+			app, err := b.Apply(context.Background(), vmPlan(t, schedulertest.NewTargets(pids...)))
+			if err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			a := app.(*Applied)
+			defer a.Revert()
+			time.Sleep(time.Second) // the scheduler settles; the first period's budget is spent
+			u0, t0 := usage(), time.Now()
+			time.Sleep(window)
+			used := float64(usage()-u0) / float64(time.Since(t0))
+			if s := state(t); s != "enabled" {
+				explainEjection(t, a, tasks)
+				t.Fatalf("state %q after %v, want enabled", s, window)
+			}
+			cs, err := a.Ceilings()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range cs {
+				t.Logf("ceiling %s: charged %v, %d throttles", c.Ceiling, c.Charged.Round(time.Millisecond), c.Throttles)
+			}
+			if err := a.Revert(); err != nil {
+				t.Errorf("revert: %v", err)
+			}
+			bound := float64(limit) / 1000 * slack
+			t.Logf("%s: the 0.5-CPU cgroup's two spinners used %.3f CPUs over %v (cpu.stat usage; bound %.3f)", tt.name, used, window, bound)
+			switch {
+			case !tt.noCeilings && len(cs) != 1:
+				t.Errorf("%d ceilings, want the test cgroup's one", len(cs))
+			case !tt.noCeilings && used > bound:
+				t.Errorf("with the ceiling the cgroup used %.3f CPUs, above its limit of %.1f + 5%%", used, float64(limit)/1000)
+			case tt.noCeilings && len(cs) != 0:
+				t.Errorf("NoCeilings: %d ceilings in force, want none", len(cs))
+			case tt.noCeilings && used <= bound:
+				t.Errorf("without the ceiling the cgroup used %.3f CPUs, within its limit: the check cannot tell the ceiling works", used)
+			}
+		})
+	}
 }
