@@ -1,13 +1,11 @@
 package pipeline
 
 import (
-	"temper.codes/temper-train/rig"
-	"temper.codes/temper-train/scheduler/cfs"
-
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sync/atomic"
 	"time"
@@ -19,7 +17,9 @@ import (
 	"temper.codes/temper-train/refine/background"
 	"temper.codes/temper-train/refine/bench"
 	"temper.codes/temper-train/refine/ledger"
+	"temper.codes/temper-train/rig"
 	"temper.codes/temper-train/scheduler"
+	"temper.codes/temper-train/scheduler/cfs"
 	"temper.codes/temper-train/target"
 )
 
@@ -66,13 +66,20 @@ func thisMachine() (*machine.Topology, machine.Shape, error) {
 	return topo, shape, nil
 }
 
-// Lint checks a profile for the backend and this machine, and on CFS for
-// the target's cgroup: rt_priority where it has no RT runtime is an error.
+// Lint checks a profile for the backend and this machine, on CFS for the
+// target's cgroup (rt_priority where it has no RT runtime is an error),
+// and against the rig's pod limit (exclusive cores above it warn).
 func (l *Live) Lint(p *profiles.Profile) []profiles.Finding {
 	o := profiles.LintOptions{Backend: l.Backend.Name(), Shape: &l.Shape}
 	if l.Backend.Name() == cfs.Name && l.Target != nil && len(l.Target.Tgids) > 0 {
 		if rt, err := cfs.RTRuntimeOf("", l.Target.Tgids[0]); err == nil {
 			o.RTRuntime = rt
+		}
+	}
+	// The rig's pod limit bounds what exclusive cores a profile may own.
+	if l.Rig != nil {
+		if st, err := l.Rig.PodCPU(); err == nil && st.Limit > 0 {
+			o.LimitMillicores = int(math.Round(1000 * st.Limit))
 		}
 	}
 	return profiles.Lint(p, o)

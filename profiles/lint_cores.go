@@ -137,12 +137,7 @@ func (l *linter) totalHot() {
 	if hot <= 0 {
 		return
 	}
-	sum := 0
-	for _, g := range l.p.ThreadGroups {
-		if g.Treatment == Exclusive && g.ExclusiveCores > 0 {
-			sum += g.ExclusiveCores
-		}
-	}
+	sum := exclusiveCores(l.p)
 	if sum > hot {
 		l.errorf(-1, "traits.hot_threads", "the exclusive groups own %d cores in total but the workload has %d hot threads: the extra cores sit idle", sum, hot)
 	}
@@ -162,12 +157,7 @@ func (l *linter) limit() {
 	if limit <= 0 {
 		return
 	}
-	sum := 0
-	for _, g := range l.p.ThreadGroups {
-		if g.Treatment == Exclusive && g.ExclusiveCores > 0 {
-			sum += g.ExclusiveCores
-		}
-	}
+	sum := exclusiveCores(l.p)
 	if sum*1000 > limit {
 		l.warnf(-1, "traits.cpu_limit_millicores", "the exclusive groups own %d cores (%d CPUs of running) but the pod is limited to %.3g CPUs (%dm): the limit, enforced by CFS and by the sched_ext scheduler's ceiling alike, leaves at least %.3g of those CPUs idle and kept from other work; lower cpu_fraction or raise the limit",
 			sum, sum, float64(limit)/1000, limit, float64(sum*1000-limit)/1000)
@@ -260,4 +250,16 @@ func CPUFractionFor(cores, requestMillicores, maxBP int) (bp, step int, ok bool)
 		}
 	}
 	return 0, 0, false
+}
+
+// exclusiveCores is the whole cores the profile's exclusive groups own
+// together.
+func exclusiveCores(p *Profile) int {
+	sum := 0
+	for _, g := range p.ThreadGroups {
+		if g.Treatment == Exclusive && g.ExclusiveCores > 0 {
+			sum += g.ExclusiveCores
+		}
+	}
+	return sum
 }
