@@ -25,7 +25,7 @@ func (r *RefineRun) Report(w io.Writer) error {
 		}
 	}
 	if !math.IsNaN(res.Noise) && res.Noise > 0 {
-		fmt.Fprintf(w, "noise     %s %.1f%% per trial (the race's incumbent); final n=%d per arm and level, detects ≥ %.1f%% (80%% power)\n", metric, 100*res.Noise, res.FinalN, 100*res.Detectable)
+		fmt.Fprintf(w, "noise     %s %.1f%% per trial (pooled over the races); final n=%d per arm and level, detects ≥ %.1f%% (90%% power)\n", metric, 100*res.Noise, res.FinalN, 100*res.Detectable)
 	}
 	fmt.Fprintf(w, "hill climbing: %d round(s), %d step(s) taken; %s\n", len(res.Rounds), len(res.Accepted), res.Stopped)
 	for _, s := range res.Accepted {

@@ -56,12 +56,13 @@ func (e *engine) usageFailed(err error) {
 
 // enforcement says what holds an arm's pod to its quota on backend: CFS
 // bandwidth control, except for a profile arm of a backend that runs it
-// outside CFS (sched_ext), whose tasks never charge the quota.
+// outside CFS (sched_ext), whose tasks never charge the kernel's quota
+// and are held by the scheduler's ceiling instead.
 func enforcement(backend, hash string) string {
 	if hash == StockHash || hash == StockHash+TierSuffix || backend == cfs.Name || backend == "" {
 		return report.EnforcedCFS
 	}
-	return fmt.Sprintf(report.NotEnforced, backend)
+	return fmt.Sprintf(report.EnforcedCeiling, backend)
 }
 
 // quotaRows are the quota parity table's rows: per level and arm (hashes,

@@ -112,8 +112,8 @@ func TestEnforcement(t *testing.T) {
 		{"cfs", "1f2e3d4c5b6a", report.EnforcedCFS},
 		{"sched_ext", StockHash, report.EnforcedCFS},
 		{"sched_ext", StockHash + TierSuffix, report.EnforcedCFS},
-		{"sched_ext", "1f2e3d4c5b6a", "not enforced (sched_ext)"},
-		{"sched_ext", "1f2e3d4c5b6a" + TierSuffix, "not enforced (sched_ext)"},
+		{"sched_ext", "1f2e3d4c5b6a", "the scheduler's ceiling (sched_ext), not the kernel"},
+		{"sched_ext", "1f2e3d4c5b6a" + TierSuffix, "the scheduler's ceiling (sched_ext), not the kernel"},
 	} {
 		if got := enforcement(tt.backend, tt.hash); got != tt.want {
 			t.Errorf("enforcement(%s, %s) = %q; want %q", tt.backend, tt.hash, got, tt.want)

@@ -5,11 +5,13 @@ import (
 	"io"
 )
 
-// What holds an arm's pod to its quota (QuotaRow.Enforced). NotEnforced
-// takes the backend's name.
+// What holds an arm's pod to its quota (QuotaRow.Enforced). The kernel
+// does not enforce cpu.max on sched_ext tasks; temper's embedded
+// scheduler holds them to a ceiling it derives from it (docs/scheduler.md):
+// EnforcedCeiling takes the backend's name.
 const (
-	EnforcedCFS = "kernel (CFS bandwidth)"
-	NotEnforced = "not enforced (%s)"
+	EnforcedCFS     = "kernel (CFS bandwidth)"
+	EnforcedCeiling = "the scheduler's ceiling (%s), not the kernel"
 )
 
 // QuotaRow is one arm at one background level of the quota parity table
@@ -25,8 +27,8 @@ type QuotaRow struct {
 	// Quota is the pod's limit in CPUs (cpu.max: quota / period); 0: none.
 	Quota float64
 	// Enforced says what holds the pod to Quota: EnforcedCFS, or
-	// NotEnforced with the backend when the arm ran outside CFS (sched_ext
-	// tasks never charge the quota); "" without a quota.
+	// EnforcedCeiling with the backend when the arm ran outside CFS
+	// (sched_ext tasks never charge the kernel's quota); "" without one.
 	Enforced string
 	// Periods and Throttled are CFS bandwidth control's nr_periods and
 	// nr_throttled over one trial, ThrottledS its throttled time in
@@ -46,7 +48,8 @@ func (r Report) limited() bool {
 	return false
 }
 
-// unenforced says whether any arm ran with its quota not enforced.
+// unenforced says whether any arm ran with its quota not enforced by
+// the kernel.
 func (r Report) unenforced() bool {
 	for _, q := range r.Quota {
 		if q.Quota > 0 && q.Enforced != EnforcedCFS {
@@ -111,11 +114,11 @@ func (r Report) quota(w io.Writer) {
 		return
 	}
 	if r.unenforced() {
-		p("**The arms are not limit-identical**: %s. An arm whose quota is not enforced is bounded by what its scheduler gives it, not by the quota; compare its cores consumed with the quota before crediting its gain to the profile.\n\n", quotaCaveat)
+		p("**The arms are not limit-identical**: %s. An arm the kernel does not limit is bounded by what its scheduler gives it; compare its cores consumed with the quota before crediting its gain to the profile.\n\n", quotaCaveat)
 		return
 	}
 	p("Every arm ran on CFS, so the quota bound them alike. Under sched_ext it would not: %s; a sched_ext arm's consumption must be measured, as here, to compare it with a CFS arm.\n\n", quotaCaveat)
 }
 
 // quotaCaveat is why a sched_ext arm is not kernel-limited.
-const quotaCaveat = "cpu.max is not enforced while a sched_ext scheduler is attached (CFS bandwidth control charges the quota only on the fair class's accounting path, which sched_ext tasks never take; their throttle counters stay still)"
+const quotaCaveat = "the kernel does not enforce cpu.max while a sched_ext scheduler is attached (CFS bandwidth control charges the quota only on the fair class's accounting path, which sched_ext tasks never take; their throttle counters stay still); temper's embedded scheduler holds a pod to a ceiling it derives from cpu.max, a runtime budget per period, which is its own mechanism, not the kernel's"

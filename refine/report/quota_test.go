@@ -32,7 +32,7 @@ func quotaFixture(backend string, quota float64, tier bool) Report {
 			if a.Name == "refined" {
 				q.Cores, q.Values = 1.353, map[string]float64{"throughput": 59200, "p99_ms": 30.8}
 				if backend == "sched_ext" && quota > 0 {
-					q.Enforced, q.Throttled, q.ThrottledS = fmt.Sprintf(NotEnforced, backend), 0, 0
+					q.Enforced, q.Throttled, q.ThrottledS = fmt.Sprintf(EnforcedCeiling, backend), 0, 0
 				}
 			}
 			if quota == 0 {
@@ -60,7 +60,7 @@ func TestQuotaGolden(t *testing.T) {
 		fmt.Fprintf(&b, "<!-- %s -->\n\n", c.name)
 		r.quota(&b)
 		md := markdown(r)
-		caveat := strings.Contains(md, "- The arms are not limit-identical: cpu.max is not enforced while a sched_ext scheduler is attached")
+		caveat := strings.Contains(md, "- The arms are not limit-identical: the kernel does not enforce cpu.max while a sched_ext scheduler is attached")
 		if want := c.backend == "sched_ext" && c.quota > 0; caveat != want {
 			t.Errorf("%s: the caveat that sched_ext arms are not kernel-limited in Caveats: %v, want %v", c.name, caveat, want)
 		}
@@ -69,7 +69,7 @@ func TestQuotaGolden(t *testing.T) {
 	for _, must := range []string{
 		"| bg spinners | arm | cores consumed | quota (cores) | enforced by | throttled periods | throttled time | throughput | p99_ms | n |",
 		"| 0 | stock CFS | 1.486 | 1.5 | kernel (CFS bandwidth) | 199 of 200 | 16.5 s | 67.5k | 56.8 | 12 |",
-		"| 4 | refined | 1.353 | 1.5 | not enforced (sched_ext) | 0 of 200 | 0 s |",
+		"| 4 | refined | 1.353 | 1.5 | the scheduler's ceiling (sched_ext), not the kernel | 0 of 200 | 0 s |",
 		"| 0 | tier only | 1.886 | none | — | — | — |",
 		"**The arms are not limit-identical**",
 		"## CPU consumed by the pod",
