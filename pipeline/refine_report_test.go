@@ -24,7 +24,7 @@ func TestRefineRunReport(t *testing.T) {
 	head := `calibration (A/A):
   bg=0  p99_ms CV 3.1% over 8 trials
   bg=2  p99_ms CV 10.0% over 8 trials
-noise     p99_ms 5.2% per trial (the race's incumbent); final n=12 per arm and level, detects ≥ 18.0% (80% power)
+noise     p99_ms 5.2% per trial (pooled over the races); final n=12 per arm and level, detects ≥ 18.0% (90% power)
 hill climbing: 2 round(s), 1 step(s) taken; converged: round 2's winner did not gain enough to step
   step  group "workers": treatment exclusive → latency
 final (stock CFS vs refined):
