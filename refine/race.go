@@ -96,7 +96,6 @@ type racer struct {
 	trials []sample  // its own trials
 	base   []sample  // the incumbent trials of its blocks: two per trial
 	at     []float64 // where each trial sat between them (0..1)
-	bg     []int     // each trial's background level
 	rungOf []int     // each trial's rung
 }
 
@@ -310,7 +309,6 @@ func (e *engine) rung(ctx context.Context, ri int, inc Arm, alive []*racer, m in
 			r.trials = append(r.trials, xs[pos])
 			r.base = append(r.base, first, last)
 			r.at = append(r.at, f)
-			r.bg = append(r.bg, bg)
 			r.rungOf = append(r.rungOf, ri)
 		}
 		if b == 0 && afterFirst != nil {
@@ -324,14 +322,16 @@ func (e *engine) rung(ctx context.Context, ri int, inc Arm, alive []*racer, m in
 
 // raceNoise is the noise of one trial of metric that the races measured,
 // as σ of log values (for small noise, the coefficient of variation),
-// pooled over everything a race repeats at one level:
-//   - the log ratio of each block's two incumbent trials (variance 2σ²),
-//     about their mean at each level;
-//   - each candidate's scores about their mean at each level in each
-//     rung, its trials sitting at fraction f between the block's ends
-//     (variance σ²·(1 + f² + (1−f)²)). Within a rung, not across: a
-//     candidate in a later rung was selected on its earlier scores, which
-//     are biased up against its later ones.
+// pooled over everything a race repeats:
+//   - the log ratio of each block's two incumbent trials (variance 2σ²;
+//     mean 0, one arm, so each is a degree of freedom: a drift within
+//     blocks only makes the estimate larger);
+//   - each candidate's scores about their mean within a rung, its trials
+//     sitting at fraction f between the block's ends (variance
+//     σ²·(1 + f² + (1−f)²)). Within a rung, not across: a candidate in a
+//     later rung was selected on its earlier scores, which are biased up
+//     against its later ones. Across levels: an effect that differs by
+//     level makes the estimate larger, never smaller.
 //
 // Every one of these trials came after a switch of arm, as every trial of
 // the final does. Pooling the candidates' repeats with the incumbent's
@@ -353,25 +353,22 @@ func raceNoise(ends [][2]sample, racers []*racer, metric string) (sigma float64,
 		}
 		df += len(x) - 1
 	}
-	// The ratio of a block's two ends does not depend on its level: they
-	// pool as one group.
-	var d, two []float64
 	for _, p := range ends {
 		a, z := p[0].metrics[metric], p[1].metrics[metric]
 		if a > 0 && z > 0 {
-			d, two = append(d, math.Log(z)-math.Log(a)), append(two, 2)
+			d := math.Log(z) - math.Log(a)
+			ss += d * d / 2
+			df++
 		}
 	}
-	add(d, two)
 	for _, r := range racers {
-		type cell struct{ rung, bg int }
-		xs, fs := map[cell][]float64{}, map[cell][]float64{}
+		xs, fs := map[int][]float64{}, map[int][]float64{}
 		for j, t := range r.trials {
 			a, z, v := r.base[2*j].metrics[metric], r.base[2*j+1].metrics[metric], t.metrics[metric]
 			if !(a > 0 && z > 0 && v > 0) {
 				continue
 			}
-			f, k := r.at[j], cell{r.rungOf[j], r.bg[j]}
+			f, k := r.at[j], r.rungOf[j]
 			xs[k] = append(xs[k], math.Log(v)-(1-f)*math.Log(a)-f*math.Log(z))
 			fs[k] = append(fs[k], 1+f*f+(1-f)*(1-f))
 		}
