@@ -42,7 +42,7 @@ type Report struct {
 
 	// Noise is the run-to-run noise that sized the final: the standard
 	// deviation of the log primary metric per trial, measured by the race
-	// on the incumbent's trials (which switch arms); NaN when none was
+	// from its repeats (trials that switch arms); NaN when none was
 	// measured.
 	Noise float64
 	// FinalN is the final's n per arm and background level at its last

@@ -169,7 +169,7 @@ func (r Report) header(w io.Writer) {
 	row("primary metric", fmt.Sprintf("%s (%s is better), α = %g, minimum effect %s", r.Rule.Metric, r.Rule.Dir.Better(), r.Rule.Alpha, pct(r.Rule.MinEffect)))
 	row("guards", strings.Join(r.Guards, ", "))
 	if finite(r.Noise) && r.Noise > 0 {
-		row("noise", fmt.Sprintf("σ %.3g of log %s per trial (about %s), measured by the race on the incumbent's trials", r.Noise, r.Rule.Metric, pct(math.Expm1(r.Noise))))
+		row("noise", fmt.Sprintf("σ %.3g of log %s per trial (about %s), pooled over the races' repeats (the incumbent's block ends and each candidate's trials)", r.Noise, r.Rule.Metric, pct(math.Expm1(r.Noise))))
 	}
 	if r.FinalN > 0 {
 		levels := ""
