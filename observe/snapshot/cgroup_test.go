@@ -572,8 +572,12 @@ func waitUsage(t *testing.T, d CgroupDir, begin *CgroupCPU) {
 	if begin == nil || begin.UsageNs == nil {
 		t.Fatalf("cgroup %s has no usage at begin", d.Path)
 	}
-	waitCgroup(t, d, "used CPU time", func(c *CgroupCPU) bool {
-		return c.UsageNs != nil && *c.UsageNs > *begin.UsageNs
+	// User time as well as usage: a child just moved in has spent its
+	// first microseconds in the kernel, and user time is accounted at
+	// ticks, after usage.
+	waitCgroup(t, d, "used CPU time in user mode", func(c *CgroupCPU) bool {
+		return c.UsageNs != nil && *c.UsageNs > *begin.UsageNs &&
+			c.UserNs != nil && (begin.UserNs == nil || *c.UserNs > *begin.UserNs)
 	})
 }
 
