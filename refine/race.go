@@ -223,12 +223,9 @@ func metricShift(score float64, dir stats.Direction) float64 {
 // gainOf turns a score into a relative gain, positive better.
 func gainOf(score float64) float64 { return math.Exp(score) - 1 }
 
-// gainSE is the standard error of the scores' mean as a relative gain:
-// how far one standard error above the mean moves the gain.
-func gainSE(scores []float64) float64 {
-	m := meanOf(scores)
-	return gainOf(m+se(scores)) - gainOf(m)
-}
+// gainSE is a standard error s of a mean score m as a relative gain: how
+// far one standard error above the mean moves the gain.
+func gainSE(m, s float64) float64 { return gainOf(m+s) - gainOf(m) }
 
 // end is an incumbent trial that closed a block: the next block at the
 // same level opens with it instead of a trial of its own.
@@ -394,7 +391,7 @@ func raceNoise(ends [][2]sample, racers []*racer, metric string) (sigma float64,
 func (e *engine) stepRule(w *racer) (bool, string) {
 	m, s := meanOf(w.last), e.scoreSE(w)
 	need := e.stepNeed()
-	gain := fmt.Sprintf("%s ± %s over %d trials of rung %d", stats.FormatShift(gainOf(m)), pctAbs(gainOf(m+s)-gainOf(m)), len(w.last), w.rung)
+	gain := fmt.Sprintf("%s ± %s over %d trials of rung %d", stats.FormatShift(gainOf(m)), pctAbs(gainSE(m, s)), len(w.last), w.rung)
 	switch {
 	case m < need:
 		return false, fmt.Sprintf("the winner's gain %s is below half the minimum effect (%s)", gain, pctAbs(e.cfg.MinEffect/2))
@@ -434,7 +431,7 @@ func (e *engine) raceDecision(r *racer, rungs int, verdict, reason string) ledge
 		Test: "race", Metric: c.Metric, Bg: ledger.AllLevels, N: [2]int{len(r.base), len(r.trials)},
 		Effect: ledger.Interval{Lo: ledger.Num(math.NaN()), Center: ledger.Num(shift), Hi: ledger.Num(math.NaN())}, P: ledger.Num(math.NaN()),
 		Verdict: verdict, Race: &ledger.Race{Rung: r.rung, Rungs: rungs, Rank: r.rank, Of: r.of, Trials: len(r.trials),
-			Gain: ledger.Num(gainOf(meanOf(r.last))), GainSE: ledger.Num(gainSE(r.last))},
+			Gain: ledger.Num(gainOf(meanOf(r.last))), GainSE: ledger.Num(gainSE(meanOf(r.last), e.scoreSE(r)))},
 		Reason: reason}
 	d.Line = fmt.Sprintf("%-11s %s  %s ≈ %s over %d trials, rank %d of %d in rung %d/%d", StageRace, d.Step, c.Metric, stats.FormatShift(shift), len(r.trials), r.rank, r.of, r.rung, rungs)
 	return d

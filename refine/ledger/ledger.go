@@ -239,8 +239,9 @@ type Race struct {
 	Trials int `json:"trials"`
 	// Gain is the estimated relative improvement of the metric over the
 	// incumbent run beside it (positive is better, whichever way the
-	// metric improves), and GainSE its standard error, from the rung it
-	// ended in.
+	// metric improves), over the rung it ended in, and GainSE its
+	// standard error at the noise pooled over the races (NaN for a
+	// candidate carried, not raced).
 	Gain   Num `json:"gain"`
 	GainSE Num `json:"gain_se"`
 }

@@ -191,8 +191,8 @@ type RaceEntry struct {
 	// Shift is the estimated relative shift of the primary metric against
 	// the incumbent (-0.2: 20% lower); NaN unknown.
 	Shift float64
-	// Gain is the estimated gain (positive better) and GainSE its
-	// standard error, from the entry's last rung.
+	// Gain is the estimated gain (positive better) over the entry's last
+	// rung and GainSE its standard error at the races' pooled noise.
 	Gain, GainSE float64
 	// Rung is the last rung the entry ran in (1-based); Rank its rank
 	// there among Of entries.
