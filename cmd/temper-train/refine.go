@@ -77,11 +77,14 @@ the backend and this machine and never applied if lint refuses it, and never run
 if it leaves the kernel state as an arm already measured does. Each round is a
 race: the candidates run against the current profile by successive halving
 (--race-n runs each in the first rung, three times as many for the best third in
-the next), every block the current profile before and after (one benchmark run =
-one sample; between arms the previous profile is reverted and --warmup
-discarded). A race ranks and tests nothing; its winner becomes the current
-profile when it gained at least half --min-effect. The race's runs of the current
-profile also measure the noise, which sizes the final.
+the next), every block between two runs of the current profile, shared by the
+blocks at one level (one benchmark run = one sample; between arms the previous
+profile is reverted and --warmup discarded). A race ranks and tests nothing; its
+winner becomes the current profile when it gained at least half --min-effect and
+more than two standard errors. After a step, a candidate the last race already
+measured (its kernel state, or its move on a group no step has touched since) is
+not raced again when that measure says it would not step. The race's repeats
+measure the noise, which sizes the final.
 
 The final is the one test: stock against the refined profile on fresh runs,
 group-sequential (two looks, --alpha spent over them), the background levels
