@@ -45,8 +45,14 @@ type estimate struct {
 	score  float64
 	trials int
 	round  int
-	how    string // "state" or "move"
+	how    string // basisState or basisMove
 }
+
+// How a carried estimate carries over (ledger.Race.Basis).
+const (
+	basisState = "state"
+	basisMove  = "move"
+)
 
 // move identifies a one-step move whatever the profile it is made from:
 // the group, the parameter and the values.
@@ -78,11 +84,11 @@ func (e *engine) remember(rr *raceResult, stepped bool) {
 		}
 		if x != w {
 			if key, err := e.realise(x.arm); err == nil {
-				k.states[key] = estimate{score: x.mean() - w.mean(), trials: len(x.scores), round: e.round, how: "state"}
+				k.states[key] = estimate{score: x.mean() - w.mean(), trials: len(x.scores), round: e.round, how: basisState}
 			}
 		}
 		if x.arm.Step.Group != "" {
-			k.moves[moveOf(x.arm.Step)] = estimate{score: x.mean(), trials: len(x.scores), round: e.round, how: "move"}
+			k.moves[moveOf(x.arm.Step)] = estimate{score: x.mean(), trials: len(x.scores), round: e.round, how: basisMove}
 		}
 	}
 	for m := range k.moves {
@@ -133,15 +139,15 @@ func (k *knowledge) estimateOf(e *engine, a Arm) (estimate, bool) {
 func (e *engine) carriedDecision(x carried) ledger.Decision {
 	c := &e.cfg
 	shift := metricShift(x.est.score, c.Dir)
-	basis := fmt.Sprintf("its kernel state raced in round %d (%d trials), less the winner's score", x.est.round, x.est.trials)
-	if x.est.how == "move" {
-		basis = fmt.Sprintf("the same move raced in round %d (%d trials) on a group no step has touched since (effects of groups assumed to add)", x.est.round, x.est.trials)
+	basis := fmt.Sprintf("its kernel state's %s then, less the winner's score", report.Count(x.est.trials, "trial"))
+	if x.est.how == basisMove {
+		basis = fmt.Sprintf("the same move's %s then, on a group no step has touched since: the groups' effects are assumed to add", report.Count(x.est.trials, "trial"))
 	}
 	d := ledger.Decision{Stage: StageRace, Round: e.round, Step: x.arm.Step.String(), Group: x.arm.Step.Group, Candidate: x.arm.Key(),
 		Test: "race", Metric: c.Metric, Bg: ledger.AllLevels,
 		Effect: ledger.Interval{Lo: ledger.Num(math.NaN()), Center: ledger.Num(shift), Hi: ledger.Num(math.NaN())}, P: ledger.Num(math.NaN()),
-		Verdict: report.Carried, Race: &ledger.Race{Gain: ledger.Num(gainOf(x.est.score)), GainSE: ledger.Num(math.NaN())},
-		Reason: fmt.Sprintf("not raced: gain %s against this incumbent from %s, below the step's %s", stats.FormatShift(gainOf(x.est.score)), basis, pctAbs(c.MinEffect/2))}
+		Verdict: report.Carried, Race: &ledger.Race{Gain: ledger.Num(gainOf(x.est.score)), GainSE: ledger.Num(math.NaN()), CarriedFrom: x.est.round, Basis: x.est.how},
+		Reason: fmt.Sprintf("not raced: carried from round %d, gain %s against this incumbent, below the step's %s (%s)", x.est.round, stats.FormatShift(gainOf(x.est.score)), pctAbs(c.MinEffect/2), basis)}
 	d.Line = fmt.Sprintf("%-11s %s  %s ≈ %s carried from round %d, not raced", StageRace, d.Step, c.Metric, stats.FormatShift(shift), x.est.round)
 	return d
 }

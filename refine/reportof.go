@@ -244,7 +244,11 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 			if x == nil {
 				continue
 			}
-			rc.Candidates++
+			if d.Verdict == report.Carried {
+				rc.Carried++
+			} else {
+				rc.Candidates++
+			}
 			rc.Rungs = max(rc.Rungs, x.Rungs)
 			en := report.RaceEntry{Name: d.Step, Group: d.Group, Trials: x.Trials, Shift: float64(d.Effect.Center), Gain: float64(x.Gain), GainSE: float64(x.GainSE),
 				Rung: x.Rung, Rank: x.Rank, Of: x.Of, Verdict: d.Verdict}
@@ -253,7 +257,7 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 				en.Suspect = m.Suspect
 			}
 			if d.Verdict == report.Carried {
-				en.Reason = strings.TrimPrefix(d.Reason, "not raced: ")
+				en.Reason = carriedText(x)
 			} else if d.Verdict != report.Dropped {
 				rc.Stopped = d.Reason
 			}
@@ -328,4 +332,15 @@ func finalRates(cfg Config, noise float64, n int, seed uint64) []report.Rate {
 		rs = append(rs, report.Rate{What: x.what, Effect: x.effect, Runs: runs, Keeps: stats.SimulateFinal(plan, len(cfg.Ladder), noise, x.effect, runs, seed)})
 	}
 	return rs
+}
+
+// carriedText says in a few words what a carried race entry rests on.
+func carriedText(x *ledger.Race) string {
+	switch x.Basis {
+	case basisState:
+		return fmt.Sprintf("from round %d, its state by difference with the winner", x.CarriedFrom)
+	case basisMove:
+		return fmt.Sprintf("from round %d, its move on an untouched group (groups assumed to add)", x.CarriedFrom)
+	}
+	return fmt.Sprintf("from round %d", x.CarriedFrom)
 }

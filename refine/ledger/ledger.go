@@ -244,6 +244,13 @@ type Race struct {
 	// candidate carried, not raced).
 	Gain   Num `json:"gain"`
 	GainSE Num `json:"gain_se"`
+	// CarriedFrom is, for a candidate not raced again (verdict carried),
+	// the round whose race measured it, and Basis how its gain carries
+	// over: "state" (its kernel state raced then, by difference with the
+	// winner) or "move" (its move raced then on a group no step has
+	// touched since, groups' effects assumed to add).
+	CarriedFrom int    `json:"carried_from,omitempty"`
+	Basis       string `json:"basis,omitempty"`
 }
 
 // Look is one look of the group-sequential final comparison.

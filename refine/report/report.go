@@ -167,6 +167,7 @@ type Race struct {
 	Candidates int // raced
 	Unchanged  int // not run: same kernel state as an arm already measured
 	Rejected   int // refused by lint
+	Carried    int // not raced again (Entries with verdict Carried)
 	Rungs      int
 	Entries    []RaceEntry // every raced candidate, with its one verdict
 	// Stopped says what the round ended with, e.g. `step: group "x":
@@ -198,7 +199,8 @@ type RaceEntry struct {
 	// there among Of entries.
 	Rung, Rank, Of int
 	Verdict        string // Dropped, Accepted, Unconfirmed, Carried
-	// Reason is why, for a Carried entry: what it was carried on.
+	// Reason is, for a Carried entry, what it was carried on: "from
+	// round 1, its state by difference".
 	Reason string
 	// Mechanism says whether the group's scheduler stats moved as the
 	// treatment predicts ("" if not checked); Suspect marks a gain

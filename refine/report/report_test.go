@@ -128,10 +128,12 @@ func fixture() Report {
 				{Name: `group "io_thd_*": treatment batch → yield`, Group: "io_thd_*", Trials: 6, Shift: 0.08, Gain: -0.077, GainSE: 0.05, Rung: 1, Rank: 4, Of: 4, Verdict: Dropped},
 			},
 			Stopped: `step: group "redis-server": treatment latency → exclusive, gain +21.8% ± 3.4%`},
-		{Round: 2, Candidates: 2, Rungs: 2,
+		{Round: 2, Candidates: 2, Rungs: 2, Carried: 1,
 			Entries: []RaceEntry{
 				{Name: `group "redis-server": slice_us 2000 → 3000`, Group: "redis-server", Trials: 12, Shift: -0.03, Gain: 0.031, GainSE: 0.02, Rung: 2, Rank: 1, Of: 1, Verdict: Unconfirmed},
 				{Name: `group "bio_*": treatment batch → normal`, Group: "bio_*", Trials: 6, Shift: math.NaN(), Gain: math.NaN(), GainSE: math.NaN(), Rung: 1, Rank: 2, Of: 2, Verdict: Dropped},
+				{Name: `group "io_thd_*": treatment batch → normal`, Group: "io_thd_*", Shift: 0.08, Gain: -0.077, GainSE: math.NaN(), Verdict: Carried,
+					Reason: "from round 1, its move on an untouched group (groups assumed to add)"},
 			},
 			Stopped: "no step: the winner's gain +3.1% ± 2% is under the minimum effect"},
 	}

@@ -383,7 +383,7 @@ func (r Report) final(w io.Writer) {
 	looks := r.Looks[len(r.Looks)-1].Of
 	p("## Final: %s against %s\n\n", r.armName(len(r.Arms)-1), r.armName(r.DeltaBase))
 	p("The one confirmatory test, on fresh trials: one stratified rank test of a common effect on %s, the background levels its strata, with up to %s. Each look's one-sided p is held to that look's nominal α from the α-spending rule (α = %g in all), printed beside it; `~`: no significant difference at that look. Each level's non-inferiority checks are in the ladder above.\n\n",
-		r.Rule.Metric, count(looks, "look"), r.Rule.Alpha)
+		r.Rule.Metric, Count(looks, "look"), r.Rule.Alpha)
 	p("| look | n | Δ %s | interval | p | nominal α | α spent | outcome |\n|---|---|---|---|---|---|---|---|\n", r.Rule.Metric)
 	var fn footnotes
 	for _, l := range r.Looks {
@@ -413,13 +413,16 @@ func (r Report) races(w io.Writer) {
 	p("## Races\n\n")
 	p("Each round raced its candidates against the incumbent by successive halving: a race ranks by an estimated gain and tests nothing (its Δ is an estimate, ≈, without an interval), and only the final decides what is kept.\n\n")
 	for _, race := range r.Races {
-		p("### Round %d: %s over %s\n\n", race.Round, count(race.Candidates, "candidate"), count(race.Rungs, "rung"))
+		p("### Round %d: %s over %s\n\n", race.Round, Count(race.Candidates, "candidate"), Count(race.Rungs, "rung"))
 		var skipped []string
 		if race.Unchanged > 0 {
 			skipped = append(skipped, fmt.Sprintf("%d not run (same kernel state as an arm already measured)", race.Unchanged))
 		}
 		if race.Rejected > 0 {
 			skipped = append(skipped, fmt.Sprintf("%d refused by lint", race.Rejected))
+		}
+		if race.Carried > 0 {
+			skipped = append(skipped, fmt.Sprintf("%d not raced again: what an earlier race measured of them, carried to this incumbent, is below the step's threshold (the table's last rows)", race.Carried))
 		}
 		if len(skipped) > 0 {
 			p("Also %s.\n\n", strings.Join(skipped, "; "))
@@ -444,7 +447,11 @@ func (r Report) races(w io.Writer) {
 				if finite(e.Shift) {
 					approx = "≈ " + spct(e.Shift)
 				}
-				p("| %s | %d | %s | %s | %d of %d | %s |", cellText(e.Name), e.Trials, approx, gainText(e.Gain, e.GainSE), e.Rung, race.Rungs, verdictText(e))
+				rung := fmt.Sprintf("%d of %d", e.Rung, race.Rungs)
+				if e.Verdict == Carried {
+					rung = "—"
+				}
+				p("| %s | %d | %s | %s | %s | %s |", cellText(e.Name), e.Trials, approx, gainText(e.Gain, e.GainSE), rung, verdictText(e))
 				if mech {
 					m := orDash(e.Mechanism)
 					if e.Suspect {
@@ -480,7 +487,7 @@ func verdictText(e RaceEntry) string {
 	case Unconfirmed:
 		return "unconfirmed: held back by the step rule"
 	case Carried:
-		return "not raced: " + orDash(e.Reason)
+		return "carried: " + orDash(e.Reason)
 	case Dropped:
 		if e.Of > 0 {
 			return fmt.Sprintf("dropped, rank %d of %d", e.Rank, e.Of)
@@ -642,8 +649,8 @@ func (r Report) confidence() float64 {
 	return 0.95
 }
 
-// count is n with its noun, plural unless n is 1.
-func count(n int, noun string) string {
+// Count is n with its noun, plural unless n is 1: "1 trial", "3 trials".
+func Count(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
