@@ -84,6 +84,33 @@ type stateAt struct {
 	seq   int64
 }
 
+func (s stateAt) String() string {
+	return fmt.Sprintf("%s (enable_seq %d) at %s", s.state, s.seq, s.at.Format("15:04:05.000"))
+}
+
+// problems collects a check's failures and reports the first few: one
+// cause (a scheduler never attached) fails every trial alike.
+type problems struct {
+	t    *testing.T
+	n    int
+	show int
+}
+
+func (p *problems) add(format string, args ...any) {
+	p.t.Helper()
+	p.n++
+	if p.n <= p.show {
+		p.t.Errorf(format, args...)
+	}
+}
+
+func (p *problems) close() {
+	p.t.Helper()
+	if p.n > p.show {
+		p.t.Errorf("... and %d more like those", p.n-p.show)
+	}
+}
+
 // stateLog is TestWatchSchedExt's log read back, oldest first.
 type stateLog []stateAt
 
@@ -238,10 +265,12 @@ func TestRefineRun(t *testing.T) {
 
 	// The scheduler in force during each trial, and between arms.
 	var attached, detached, reattached, preempting int
+	bad := &problems{t: t, show: 6}
+	defer bad.close()
 	for i, tr := range trials {
 		in := states.within(tr.start.Start, tr.end.End)
 		if len(in) == 0 {
-			t.Errorf("trial %s: before the state log began", tr.start.Trial)
+			bad.add("trial %s: before the state log began", tr.start.Trial)
 			continue
 		}
 		want := "enabled"
@@ -250,15 +279,15 @@ func TestRefineRun(t *testing.T) {
 		}
 		for _, s := range in {
 			if s.state != want || s.seq != in[0].seq {
-				t.Errorf("trial %s (%s, bg %d): sched_ext %s (enable_seq %d) at %s, want %s throughout (enable_seq %d)",
-					tr.start.Trial, tr.start.Candidate, tr.start.Bg, s.state, s.seq, s.at.Format(time.RFC3339Nano), want, in[0].seq)
+				bad.add("trial %s (%s, bg %d, %s to %s): sched_ext %v, want %s throughout (enable_seq %d)",
+					tr.start.Trial, tr.start.Candidate, tr.start.Bg, tr.start.Start.Format("15:04:05.000"), tr.end.End.Format("15:04:05.000"), s, want, in[0].seq)
 				break
 			}
 		}
 		if want == "disabled" {
 			detached++
 			if len(tr.end.Groups) != 0 {
-				t.Errorf("trial %s: stock under sched_ext has group stats %v: no scheduler should be attached", tr.start.Trial, tr.end.Groups)
+				bad.add("trial %s: stock under sched_ext has group stats %v: no scheduler should be attached", tr.start.Trial, tr.end.Groups)
 			}
 			continue
 		}
@@ -269,7 +298,7 @@ func TestRefineRun(t *testing.T) {
 			pre += g.PreemptsPerS
 		}
 		if disp <= 0 {
-			t.Errorf("trial %s: no dispatches from the BPF scheduler in its group stats %v", tr.start.Trial, tr.end.Groups)
+			bad.add("trial %s: no dispatches from the BPF scheduler in its group stats %v", tr.start.Trial, tr.end.Groups)
 		}
 		if pre > 0 {
 			preempting++
@@ -288,7 +317,7 @@ func TestRefineRun(t *testing.T) {
 		between := states.within(prev.end.End, tr.start.Start)
 		off := slices.ContainsFunc(between, func(s stateAt) bool { return s.state != "enabled" })
 		if (a.seq >= 0 && b.seq <= a.seq) || !off {
-			t.Errorf("trials %s → %s (%s → %s): not detached between the arms (enable_seq %d → %d, states between %v)",
+			bad.add("trials %s → %s (%s → %s): not detached between the arms (enable_seq %d → %d, states between %v)",
 				prev.start.Trial, tr.start.Trial, prev.start.Candidate, tr.start.Candidate, a.seq, b.seq, between)
 		}
 		reattached++

@@ -69,7 +69,7 @@ train_check() {
 	local t0=$(up)
 	echo "VMTEST INFO $name start uptime=$t0"
 	$T train --out $dir --backend sched_ext --no-tier --ladder $LADDER --final-n 4 --max-trials 32 \
-		--seed 16 --duration 3s -q "$@" >$dir.out 2>&1
+		--seed 16 --duration 5s -q "$@" >$dir.out 2>&1
 	local rc=$?
 	echo "VMTEST INFO $name: train exited $rc after $(awk -v a=$t0 -v b=$(up) 'BEGIN{printf "%.0f", b-a}') s; its last lines:"
 	tail -n 25 $dir.out | sed 's/^/    train: /'
@@ -117,7 +117,7 @@ if mid_trial; then
 	before="state $(st), root/ops $(cat $SCX/root/ops), enable_seq $(cat $SCX/enable_seq 2>/dev/null); target threads' ext.enabled: $(grep -h ext.enabled /proc/$WLK/task/*/sched | awk '{print $NF}' | sort | uniq -c | awk '{printf "%s×%s ", $1, $2}')"
 	mid_trial && kill -KILL $RP
 	wait $RP 2>/dev/null
-	echo "VMTEST INFO refine SIGKILLed at uptime=$(up) in $(tail -n 1 $led | cut -c1-160); before the kill: $before"
+	echo "VMTEST INFO refine SIGKILLed at uptime=$(up) in $(tail -n 1 $led | cut -c1-200); before the kill: $before; when wait returned: state $(st)"
 	cp $led $K/killed.jsonl
 	echo "VMTEST INFO after the kill: $(grep -c '"type":"trial_start"' $led) trial starts, $(grep -c '"type":"trial_end"' $led) ends in the ledger"
 	rcheck refine-kill-detached TestKilledRefine TEMPER_VMTEST_PID=$WLK TEMPER_VMTEST_EXPECT=detached
