@@ -537,3 +537,47 @@ func TestResumedLedger(t *testing.T) {
 	t.Logf("killed after %d completed trials with %s (%s, bg %d) cut off; the resumed ledger: %d trials, %d starts, %s run again marked rerun, no other trial repeated; end: %s",
 		len(before), cut, open[0].Candidate, open[0].Bg, len(l.Ends), len(l.Starts), cut, l.End.Reason)
 }
+
+// TestStateLog: the state in force at a time is the last change before it;
+// within a window, that one and every change inside.
+func TestStateLog(t *testing.T) {
+	at := func(s string) time.Time {
+		x, err := time.Parse(time.RFC3339Nano, "2026-11-28T05:00:"+s+"Z")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	l := stateLog{{at("01"), "disabled", 0}, {at("03"), "enabled", 1}, {at("05"), "disabled", 1}, {at("06"), "enabled", 2}}
+	for _, tt := range []struct {
+		a, b string
+		want []string // "STATE SEQ" in force, oldest first
+	}{
+		{"00", "02", nil},
+		{"01.5", "02", []string{"disabled 0"}},
+		{"03.5", "04.9", []string{"enabled 1"}},
+		{"04", "06", []string{"enabled 1", "disabled 1", "enabled 2"}},
+		{"07", "08", []string{"enabled 2"}},
+	} {
+		var got []string
+		for _, s := range l.within(at(tt.a), at(tt.b)) {
+			got = append(got, fmt.Sprintf("%s %d", s.state, s.seq))
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("within(%s, %s) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+// TestLadderTable: the table under "## Background ladder", not the one
+// after it.
+func TestLadderTable(t *testing.T) {
+	report := "# r\n\n## Background ladder\n\nMedians.\n\n| bg | a |\n|---|---|\n| 0 | 1 |\n| 2 | 3 |\n\nWith intervals:\n\n| bg | x |\n| 9 | 9 |\n\n## Steps\n| 7 |\n"
+	want := "\n| bg | a |\n|---|---|\n| 0 | 1 |\n| 2 | 3 |\n"
+	if got := ladderTable(report); got != want {
+		t.Errorf("ladderTable = %q, want %q", got, want)
+	}
+	if got := ladderTable("# r\n## Steps\n| 0 |\n"); got != "" {
+		t.Errorf("no ladder section: %q, want none", got)
+	}
+}

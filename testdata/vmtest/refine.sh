@@ -68,7 +68,7 @@ train_check() {
 	shift 2
 	local t0=$(up)
 	echo "VMTEST INFO $name start uptime=$t0"
-	$T train --out $dir --backend sched_ext --no-tier --ladder $LADDER --final-n 4 --max-trials 32 \
+	$T train --out $dir --backend sched_ext --no-tier --ladder $LADDER --final-n 4 --max-trials 36 \
 		--seed 16 --duration 5s -q "$@" >$dir.out 2>&1
 	local rc=$?
 	echo "VMTEST INFO $name: train exited $rc after $(awk -v a=$t0 -v b=$(up) 'BEGIN{printf "%.0f", b-a}') s; its last lines:"
