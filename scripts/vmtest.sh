@@ -168,8 +168,8 @@ done
 grep -E '^(VMTEST|    |=== RUN|--- )' "$console.txt" | grep -v '^VMTEST FILE' || true
 
 # The files the guest handed back.
-rm -rf "$out"
 mkdir -p "$out"
+rm -f "$out"/*.REPORT.md "$out"/*.ledger.jsonl
 awk -v dir="$out" '
 /^VMTEST FILE BEGIN / { name = $4; next }
 /^VMTEST FILE END / { if (name != "") close(dir "/" name); name = ""; next }
