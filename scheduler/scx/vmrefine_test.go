@@ -206,8 +206,9 @@ func doneTrials(l *ledger.Ledger) []doneTrial {
 // any stock one, and detached between two profile arms (enable_seq moved);
 // every profile trial has the BPF scheduler's per-group counters; REPORT.md
 // has the ladder table with a row per level. With
-// TEMPER_VMTEST_MECHANISM=1 a step was taken and its mechanism check was
-// computed from those counters.
+// TEMPER_VMTEST_MECHANISM=1 (a profile planted for it) some trials counted
+// preemptions, a step was taken and its mechanism check was computed from
+// those counters.
 func TestRefineRun(t *testing.T) {
 	dir := vmRunFile(t, "TEMPER_VMTEST_RUN_DIR")
 	states := readStateLog(t, vmRunFile(t, "TEMPER_VMTEST_STATES"))
@@ -322,7 +323,11 @@ func TestRefineRun(t *testing.T) {
 		}
 		reattached++
 	}
-	if preempting == 0 {
+	// The scheduler counts a preemption where a latency group's waking
+	// thread takes a CPU from a lower layer (SCX_ENQ_PREEMPT): only a
+	// profile with such a group (the planted one) must show them.
+	mechanism := os.Getenv("TEMPER_VMTEST_MECHANISM") == "1"
+	if mechanism && preempting == 0 {
 		t.Errorf("no profile trial has a preemption in its group stats")
 	}
 
@@ -355,7 +360,7 @@ func TestRefineRun(t *testing.T) {
 			computed++
 		}
 	}
-	if os.Getenv("TEMPER_VMTEST_MECHANISM") == "1" && computed == 0 {
+	if mechanism && computed == 0 {
 		t.Errorf("no step's mechanism check was computed from the group stats: %v", mech)
 	}
 	if len(mech) == 0 {

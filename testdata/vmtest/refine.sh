@@ -91,7 +91,10 @@ train_check train-demo $RF/demo --id demo-workload \
 # The planted profile puts the demo workload's request workers on spare
 # capacity only (yield) while its compute pool and the spinners keep the
 # CPUs busy: taking the workers back to normal is a step the race takes, so
-# the mechanism check runs on it.
+# the mechanism check runs on it. Two runs per candidate in the race's first
+# rung (--race-n 2) put a block at each level into it: the plant hurts most
+# where the spinners fill the CPUs. The budget (38 trials) holds that rung,
+# two blocks of the second and the least final.
 K=$RF/kill
 mkdir -p $K
 /bin/workload --dir $K --rate 200 --compute 2 --stats $K/wl.stats >$K/wl.out 2>&1 &
@@ -101,7 +104,7 @@ kbench="/bin/demo-bench.sh $K/wl.stats 1"
 echo "VMTEST INFO refine-kill start uptime=$(up)"
 $T refine /vmtest/refine.toml --pid $WLK --backend sched_ext --no-tier --out $K/run \
 	--bench "$kbench" --adapter jsonl --metric p50_ms --min-effect 2% \
-	--ladder $LADDER --final-n 4 --max-trials 27 --warmup 500ms --seed 7 -q >$K/refine.out 2>&1 &
+	--ladder $LADDER --race-n 2 --final-n 4 --max-trials 38 --warmup 500ms --seed 7 -q >$K/refine.out 2>&1 &
 RP=$!
 # Kill once three trials are recorded, in a trial of a profile arm with the
 # scheduler enabled.
