@@ -6,21 +6,33 @@
 # verdicts from the serial console.
 #
 # The guest prints one line per check: `VMTEST PASS name detail` or
-# `VMTEST FAIL name detail`. This script fails on any FAIL, on an expected
+# `VMTEST FAIL name detail`; files it hands back (the refine runs' REPORT.md
+# and ledgers) come between `VMTEST FILE BEGIN name` and `VMTEST FILE END
+# name` and are saved in $VMTEST_OUT. This script fails on any FAIL, on an expected
 # check that never reported, on a guest panic (after one retry: TCG has been
 # seen to crash a guest once in ~40 attach cycles) and on a timeout.
 #
-#   VMTEST_TIMEOUT   seconds for one boot (default 1500)
+#   VMTEST_TIMEOUT   seconds for one boot (default 2700)
 #   VMTEST_KEEP=1    keep the work directory (initramfs, console log)
 #   VMTEST_RUN=RE    only the Go tests matching RE; VMTEST_E2E=0 skips the
-#                    CLI checks (both for working on one check: the summary
-#                    then lists the others as missing)
+#                    CLI checks of apply and observe (both for working on one
+#                    check: the summary then lists the others as missing)
+#   VMTEST_REFINE=0  skips refine and train through sched_ext (about 13 min
+#                    under TCG; testdata/vmtest/refine.sh): they are then not
+#                    expected. VMTEST_REFINE=demo,kill,redis runs those parts
+#                    only. With redis-server and redis-benchmark on this
+#                    machine they run Redis too (copied into the image with
+#                    their libraries).
+#   VMTEST_OUT       where the refine runs' REPORT.md and ledgers are saved
+#                    (default /tmp/temper-vmtest-out)
 #   TEMPER_CACHE     where scripts/vm-kernel.sh caches the kernel
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
 GO="${GO:-go}"
-timeout_s="${VMTEST_TIMEOUT:-1500}"
+timeout_s="${VMTEST_TIMEOUT:-2700}"
+refine="${VMTEST_REFINE:-1}"
+out="${VMTEST_OUT:-/tmp/temper-vmtest-out}"
 
 log() { echo "vmtest: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -57,6 +69,36 @@ cp bin/temper-train "$root/bin/temper-train"
 gcc -O2 -Wall -pthread -static -o "$root/bin/workload" testdata/workload/workload.c
 CGO_ENABLED=0 "$GO" test -c -trimpath -o "$root/bin/scx.test" ./scheduler/scx
 cp -r testdata/vmtest/. "$root/vmtest/"
+cp scripts/demo-bench.sh "$root/bin/demo-bench.sh"
+# copy_dynamic BIN: BIN and the shared libraries it loads, at their paths.
+copy_dynamic() {
+	local f
+	for f in $(ldd "$1" | awk '$1 ~ /^\// { print $1 } $3 ~ /^\// { print $3 }'); do
+		mkdir -p "$root$(dirname "$f")"
+		cp -L "$f" "$root$f"
+	done
+}
+# A shell that does not read its name from argv[0] (busybox does): refine's
+# spinners run as `temper-bg-spinner -c LOOP`.
+shell=$(readlink -f /bin/sh)
+case "$shell" in */busybox) die "/bin/sh is busybox; the image needs a real shell (dash or bash)" ;; esac
+copy_dynamic "$shell"
+cp -L "$shell" "$root/bin/sh"
+# An awk with math (busybox's has none): scripts/demo-bench.sh's histogram.
+awk=$(readlink -f "$(command -v awk)")
+case "$awk" in */busybox) die "awk is busybox's; the image needs gawk or mawk" ;; esac
+copy_dynamic "$awk"
+cp -L "$awk" "$root/bin/awk"
+redis=no
+if [ "$refine" != 0 ] && command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+	for b in redis-server redis-benchmark; do
+		copy_dynamic "$(command -v $b)"
+		cp -L "$(command -v $b)" "$root/bin/$b"
+	done
+	redis=yes
+elif [ "$refine" != 0 ]; then
+	log "no redis-server and redis-benchmark here (apt-get install redis-server redis-tools): the Redis check is skipped"
+fi
 cp "$busybox" "$root/bin/busybox"
 cp testdata/vmtest/init.sh "$root/init"
 chmod +x "$root/init"
@@ -69,7 +111,7 @@ boot() {
 		-accel tcg,thread=single -cpu max -m 1024 \
 		-smp 4,sockets=1,cores=2,threads=2 \
 		-kernel "$kdir/vmlinuz" -initrd "$work/initrd.gz" \
-		-append "console=ttyS0 quiet panic=-1 oops=panic loglevel=4${VMTEST_RUN:+ vmtest.run=$VMTEST_RUN}${VMTEST_E2E:+ vmtest.e2e=$VMTEST_E2E}" \
+		-append "console=ttyS0 quiet panic=-1 oops=panic loglevel=4${VMTEST_RUN:+ vmtest.run=$VMTEST_RUN}${VMTEST_E2E:+ vmtest.e2e=$VMTEST_E2E} vmtest.refine=$refine" \
 		-nographic -no-reboot -monitor none </dev/null >"$1" 2>&1
 }
 
@@ -91,6 +133,13 @@ expected=(
 	e2e/revert-disabled
 	e2e/control-stacking
 )
+# part NAME: whether VMTEST_REFINE (1: all) asks for demo, kill or redis.
+part() { [ "$refine" = 1 ] || [[ ",$refine," == *",$1,"* ]]; }
+if [ "$refine" != 0 ]; then
+	! part demo || expected+=(e2e/train-demo)
+	! part kill || expected+=(e2e/refine-kill-detached e2e/refine-kill-reaped e2e/refine-resume e2e/refine-sched_ext)
+	[ $redis = no ] || ! part redis || expected+=(e2e/train-redis)
+fi
 
 attempt=1
 while :; do
@@ -114,7 +163,16 @@ done
 
 # Guest output for the record: the check lines, the Go tests' logs and
 # apply's closing report.
-grep -E '^(VMTEST|    |=== RUN|--- )' "$console.txt" || true
+grep -E '^(VMTEST|    |=== RUN|--- )' "$console.txt" | grep -v '^VMTEST FILE' || true
+
+# The files the guest handed back.
+mkdir -p "$out"
+rm -f "$out"/*.REPORT.md "$out"/*.ledger.jsonl
+awk -v dir="$out" '
+/^VMTEST FILE BEGIN / { name = $4; next }
+/^VMTEST FILE END / { if (name != "") close(dir "/" name); name = ""; next }
+name != "" && sub(/^VMTEST FILE\|/, "") { print > (dir "/" name) }' "$console.txt"
+[ -z "$(ls "$out")" ] || log "saved in $out: $(ls "$out" | tr '\n' ' ')"
 
 fail=0
 if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then

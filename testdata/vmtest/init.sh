@@ -15,6 +15,8 @@ mount -t tracefs tracefs /sys/kernel/tracing
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t bpf bpf /sys/fs/bpf
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
+# Loopback, for the Redis server and its benchmark.
+ifconfig lo 127.0.0.1 up 2>/dev/null
 
 SCX=/sys/kernel/sched_ext
 T=/bin/temper-train
@@ -31,15 +33,18 @@ wait_state() {
 
 echo "VMTEST INFO boot kernel=$(uname -r) cpus=$(nproc) smt=$(cat /sys/devices/system/cpu/cpu0/topology/thread_siblings_list) state=$(st) uptime=$(up)"
 
-# vmtest.run=REGEXP on the kernel command line narrows the Go tests and
-# vmtest.e2e=0 skips the CLI part (VMTEST_RUN, VMTEST_E2E in vmtest.sh):
-# for working on one check.
+# vmtest.run=REGEXP on the kernel command line narrows the Go tests,
+# vmtest.e2e=0 skips the CLI checks of apply and observe and vmtest.refine=0
+# those of refine and train (VMTEST_RUN, VMTEST_E2E, VMTEST_REFINE in
+# vmtest.sh): for working on one check.
 RUN='^TestVM'
 E2E=1
+REFINE=1
 for a in $(cat /proc/cmdline); do
 	case "$a" in
 	vmtest.run=*) RUN="${a#vmtest.run=}" ;;
 	vmtest.e2e=*) E2E="${a#vmtest.e2e=}" ;;
+	vmtest.refine=*) REFINE="${a#vmtest.refine=}" ;;
 	esac
 done
 
@@ -57,12 +62,8 @@ TEMPER_VMTEST=1 TEMPER_WORKLOAD=/bin/workload TEMPER_VMTEST_PROFILE=/vmtest/prof
 	done
 echo "VMTEST INFO go-tests end uptime=$(up)"
 
-if [ "$E2E" = 0 ]; then
-	echo "VMTEST INFO done uptime=$(up)"
-	poweroff -f
-fi
-
 # ---- end to end through the temper-train CLI ----
+e2e_checks() {
 # smt_check NAME DIR EXPECT: observes workload $WL1 for 3 s into DIR, analyzes
 # it, and checks the analysis's SMT stacking against EXPECT (stacking or none)
 # with TestAnalysisSMT.
@@ -149,6 +150,10 @@ else
 	fi
 fi
 kill -INT $WL1 2>/dev/null; wait $WL1 2>/dev/null
+}
+[ "$E2E" = 0 ] || e2e_checks
+
+[ "$REFINE" = 0 ] || . /vmtest/refine.sh
 
 echo "VMTEST INFO done uptime=$(up)"
 sync
