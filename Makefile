@@ -22,6 +22,8 @@
 #   make vmtest     the sched_ext scheduler in a qemu VM with a Debian sid kernel
 #                   (downloaded once into $TEMPER_CACHE, default
 #                   ~/.cache/temper-train; a few minutes)
+#   make vmtest-refine  refine and train through sched_ext in that VM: the
+#                   demo, SIGKILL → revert → resume, Redis (about 28 min)
 #   make generate   regenerate observe/perfettopb (needs protoc) and the bpf2go
 #                   output in bpf/ (needs clang-19, libbpf-dev)
 
@@ -102,6 +104,13 @@ bench:
 # scheduler/scx VM tests and the apply/observe/analyze checks inside it.
 vmtest:
 	GO=$(GO) scripts/vmtest.sh
+
+# refine and train through the embedded sched_ext scheduler in the VM: the
+# demo workload, SIGKILL → revert → resume, Redis (about 28 min under TCG;
+# the REPORT.md files and ledgers land in /tmp/temper-vmtest-out).
+.PHONY: vmtest-refine
+vmtest-refine:
+	VMTEST_RUN='^$$' VMTEST_E2E=0 VMTEST_REFINE=1 GO=$(GO) scripts/vmtest.sh
 
 generate:
 	$(GO) build -o bin/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go

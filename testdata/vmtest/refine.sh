@@ -132,7 +132,7 @@ kill_checks() {
 		echo "VMTEST INFO after the kill: $(grep -c '"type":"trial_start"' $led) trial starts, $(grep -c '"type":"trial_end"' $led) ends in the ledger"
 		rcheck refine-kill-detached TestKilledRefine TEMPER_VMTEST_PID=$WLK TEMPER_VMTEST_EXPECT=detached
 		# (the bracket keeps grep from matching its own command line)
-	left() {
+		left() {
 			echo "rig cgroups: $(ls -d /sys/fs/cgroup/temper-rig.* 2>/dev/null | wc -l), spinner cgroups: $(find /sys/fs/cgroup -type d -name 'temper-bg.*' 2>/dev/null | wc -l), spinners: $(grep -l 'temper-bg-spinne[r]' /proc/[0-9]*/cmdline 2>/dev/null | wc -l), target in a rig: $(grep -c temper-rig /proc/$WLK/cgroup)"
 		}
 		lb=$(left)
