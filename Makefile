@@ -110,7 +110,7 @@ vmtest:
 # the REPORT.md files and ledgers land in /tmp/temper-vmtest-out).
 .PHONY: vmtest-refine
 vmtest-refine:
-	VMTEST_RUN='^$$' VMTEST_E2E=0 VMTEST_REFINE=1 GO=$(GO) scripts/vmtest.sh
+	VMTEST_BASE=0 VMTEST_REFINE=1 GO=$(GO) scripts/vmtest.sh
 
 generate:
 	$(GO) build -o bin/protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go

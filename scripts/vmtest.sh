@@ -25,6 +25,8 @@
 #                    run of make test). With redis-server and redis-benchmark on this
 #                    machine they run Redis too (copied into the image with
 #                    their libraries).
+#   VMTEST_BASE=0    runs (and expects) none of the checks above, only the
+#                    refine parts VMTEST_REFINE asks for: make vmtest-refine
 #   VMTEST_OUT       where the refine runs' REPORT.md and ledgers are saved
 #                    (default /tmp/temper-vmtest-out)
 #   TEMPER_CACHE     where scripts/vm-kernel.sh caches the kernel
@@ -34,6 +36,9 @@ export PATH="$PATH:/usr/local/go/bin"
 GO="${GO:-go}"
 timeout_s="${VMTEST_TIMEOUT:-2700}"
 refine="${VMTEST_REFINE:-0}"
+if [ "${VMTEST_BASE:-1}" = 0 ]; then
+	VMTEST_RUN='^$' VMTEST_E2E=0
+fi
 out="${VMTEST_OUT:-/tmp/temper-vmtest-out}"
 
 log() { echo "vmtest: $*" >&2; }
@@ -135,6 +140,7 @@ expected=(
 	e2e/revert-disabled
 	e2e/control-stacking
 )
+[ "${VMTEST_BASE:-1}" != 0 ] || expected=()
 # part NAME: whether VMTEST_REFINE (1: all) asks for demo, kill or redis.
 part() { [ "$refine" = 1 ] || [[ ",$refine," == *",$1,"* ]]; }
 if [ "$refine" != 0 ]; then
