@@ -55,12 +55,35 @@ func TestRecordRedis(t *testing.T) {
 	t.Cleanup(func() { load.Process.Kill(); load.Wait() })
 	time.Sleep(300 * time.Millisecond) // connections up
 
+	// /proc is read at both edges of the window while the load generator is
+	// stopped, so the server is idle then and the traced window and the
+	// /proc window count the same switches, however long attaching or
+	// detaching takes on a busy machine.
+	stop := func() { load.Process.Signal(syscall.SIGSTOP); time.Sleep(100 * time.Millisecond) }
+	stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	var buf bytes.Buffer
-	var before []recordtest.Switches
+	var before, after []recordtest.Switches
 	tids := threadIDs(t, pid)
-	res, err := Run(context.Background(), &buf, Options{Tgids: []int{pid}, Duration: 2 * time.Second,
-		OnAttached: func() { before = recordtest.ReadSwitches(t, pid, tids) }})
-	after := recordtest.ReadSwitches(t, pid, tids)
+	done := make(chan struct{})
+	res, err := Run(ctx, &buf, Options{Tgids: []int{pid}, Duration: time.Minute,
+		OnAttached: func() {
+			before = recordtest.ReadSwitches(t, pid, tids)
+			load.Process.Signal(syscall.SIGCONT)
+			go func() {
+				defer close(done)
+				time.Sleep(2 * time.Second)
+				stop()
+				after = recordtest.ReadSwitches(t, pid, tids)
+				cancel()
+			}()
+		}})
+	if before == nil { // failed before attaching: no window to wait for
+		t.Fatalf("Run: %v", err)
+	}
+	<-done
+	load.Process.Signal(syscall.SIGCONT)
 	if err != nil {
 		t.Fatal(err)
 	}
