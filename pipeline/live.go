@@ -20,6 +20,7 @@ import (
 	"temper.codes/temper-train/rig"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
+	"temper.codes/temper-train/scheduler/scx"
 	"temper.codes/temper-train/target"
 )
 
@@ -190,7 +191,14 @@ func (l *Live) Header(profile, profileHash, commit string, cfg refine.Config) le
 	}
 	return ledger.Header{Start: time.Now().UTC(), Profile: profile, ProfileHash: profileHash, ProfileCommit: commit,
 		Machine: machine.Identify(l.Shape), Backend: l.Backend.Name(), Tools: tools, Command: os.Args, Bench: l.Bench.Argv,
-		Adapter: adapter, Target: l.Target.Identity, Seed: cfg.Seed, Config: raw, Rig: l.rigLines()}
+		Adapter: adapter, Target: l.Target.Identity, Seed: cfg.Seed, Config: raw, Rig: l.rigLines(), NoCeilings: l.noCeilings()}
+}
+
+// noCeilings says whether the backend runs without its per-pod CPU
+// ceilings (WithoutCeilings).
+func (l *Live) noCeilings() bool {
+	s, ok := l.Backend.(*scx.Backend)
+	return ok && s.NoCeilings
 }
 
 // watchOnly is the profile a CFS arm without a profile runs: every thread

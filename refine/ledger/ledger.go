@@ -68,6 +68,10 @@ type Header struct {
 	// one line per part; empty when there was none.
 	Rig  []string `json:"rig,omitempty"`
 	Seed uint64   `json:"seed"`
+	// NoCeilings says the sched_ext backend ran without its per-pod CPU
+	// ceilings (cpu.max unenforced in its profile arms); false on other
+	// backends, which have none.
+	NoCeilings bool `json:"no_ceilings,omitempty"`
 	// Config is the engine's configuration; a resumed run uses it, not its
 	// own flags, so that it replays the same plan.
 	Config json.RawMessage `json:"config"`
