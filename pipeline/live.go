@@ -243,6 +243,9 @@ func (s *liveScheduler) Apply(ctx context.Context, p *profiles.Profile) (refine.
 	if err != nil {
 		return nil, flat(err)
 	}
+	if a, ok := sess.Applied().(*scx.Applied); ok {
+		return ceilingSession{liveSession{sess}, a}, nil
+	}
 	return liveSession{sess}, nil
 }
 
@@ -273,6 +276,36 @@ func (l liveSession) Stop() error {
 		return fmt.Errorf("keeping the profile in force: %w", sum.Err)
 	}
 	return nil
+}
+
+// ceilingSession is a liveSession of the sched_ext backend, which runs the
+// target outside CFS bandwidth control: refine records the ceiling it
+// held the pod to (refine.Ceilinged).
+type ceilingSession struct {
+	liveSession
+	applied *scx.Applied
+}
+
+// Ceiling is the tightest of the ceilings in force, in CPUs; 0 with none
+// (Backend.NoCeilings, or no limited cgroup above the target's threads).
+func (c ceilingSession) Ceiling() (float64, error) {
+	cs, err := c.applied.Ceilings()
+	if err != nil {
+		return 0, err
+	}
+	return tightest(cs), nil
+}
+
+// tightest is the smallest of the ceilings in CPUs, 0 for none: a thread
+// draws on every ceiling above it, so the tightest is the one that binds.
+func tightest(cs []scx.CeilingStats) float64 {
+	var least float64
+	for _, c := range cs {
+		if v := c.CPUs(); v > 0 && (least == 0 || v < least) {
+			least = v
+		}
+	}
+	return least
 }
 
 func (l *Live) rigLines() []string {
