@@ -23,6 +23,8 @@ var (
 	ErrBackendName = errors.New("unknown backend")
 	// ErrNoBackend: auto found neither backend usable here.
 	ErrNoBackend = errors.New("no backend can run here")
+	// ErrCeilings: WithoutCeilings asked of a backend that has none.
+	ErrCeilings = errors.New("only the sched_ext backend has CPU ceilings to turn off")
 )
 
 // BackendChoice is the backend chosen and, when auto fell back to CFS, why
@@ -61,6 +63,21 @@ func ChooseBackend(name string, opts cfs.Options) (BackendChoice, error) {
 		return BackendChoice{}, fmt.Errorf("%w: %v; and %w", ErrNoBackend, serr, err)
 	}
 	return BackendChoice{Backend: c, Fallback: serr}, nil
+}
+
+// WithoutCeilings turns off b's per-pod CPU ceilings (scx.Backend.NoCeilings:
+// the embedded sched_ext scheduler then leaves cpu.max unenforced, as the
+// kernel does under any sched_ext scheduler), for measuring what they cost
+// or prevent. Any other backend is refused, wrapping ErrCeilings: on CFS
+// the kernel enforces cpu.max itself, and a run that asked for no ceilings
+// must not measure with them.
+func WithoutCeilings(b scheduler.Backend) error {
+	s, ok := b.(*scx.Backend)
+	if !ok {
+		return fmt.Errorf("%w: the backend is %s, where the kernel enforces cpu.max itself", ErrCeilings, b.Name())
+	}
+	s.NoCeilings = true
+	return nil
 }
 
 // flatError is an error on one line (errors.Join puts each on its own),

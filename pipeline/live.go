@@ -20,6 +20,7 @@ import (
 	"temper.codes/temper-train/rig"
 	"temper.codes/temper-train/scheduler"
 	"temper.codes/temper-train/scheduler/cfs"
+	"temper.codes/temper-train/scheduler/scx"
 	"temper.codes/temper-train/target"
 )
 
@@ -190,7 +191,14 @@ func (l *Live) Header(profile, profileHash, commit string, cfg refine.Config) le
 	}
 	return ledger.Header{Start: time.Now().UTC(), Profile: profile, ProfileHash: profileHash, ProfileCommit: commit,
 		Machine: machine.Identify(l.Shape), Backend: l.Backend.Name(), Tools: tools, Command: os.Args, Bench: l.Bench.Argv,
-		Adapter: adapter, Target: l.Target.Identity, Seed: cfg.Seed, Config: raw, Rig: l.rigLines()}
+		Adapter: adapter, Target: l.Target.Identity, Seed: cfg.Seed, Config: raw, Rig: l.rigLines(), NoCeilings: l.noCeilings()}
+}
+
+// noCeilings says whether the backend runs without its per-pod CPU
+// ceilings (WithoutCeilings).
+func (l *Live) noCeilings() bool {
+	s, ok := l.Backend.(*scx.Backend)
+	return ok && s.NoCeilings
 }
 
 // watchOnly is the profile a CFS arm without a profile runs: every thread
@@ -235,6 +243,9 @@ func (s *liveScheduler) Apply(ctx context.Context, p *profiles.Profile) (refine.
 	if err != nil {
 		return nil, flat(err)
 	}
+	if a, ok := sess.Applied().(*scx.Applied); ok {
+		return ceilingSession{liveSession{sess}, a}, nil
+	}
 	return liveSession{sess}, nil
 }
 
@@ -265,6 +276,36 @@ func (l liveSession) Stop() error {
 		return fmt.Errorf("keeping the profile in force: %w", sum.Err)
 	}
 	return nil
+}
+
+// ceilingSession is a liveSession of the sched_ext backend, which runs the
+// target outside CFS bandwidth control: refine records the ceiling it
+// held the pod to (refine.Ceilinged).
+type ceilingSession struct {
+	liveSession
+	applied *scx.Applied
+}
+
+// Ceiling is the tightest of the ceilings in force, in CPUs; 0 with none
+// (Backend.NoCeilings, or no limited cgroup above the target's threads).
+func (c ceilingSession) Ceiling() (float64, error) {
+	cs, err := c.applied.Ceilings()
+	if err != nil {
+		return 0, err
+	}
+	return tightest(cs), nil
+}
+
+// tightest is the smallest of the ceilings in CPUs, 0 for none: a thread
+// draws on every ceiling above it, so the tightest is the one that binds.
+func tightest(cs []scx.CeilingStats) float64 {
+	var least float64
+	for _, c := range cs {
+		if v := c.CPUs(); v > 0 && (least == 0 || v < least) {
+			least = v
+		}
+	}
+	return least
 }
 
 func (l *Live) rigLines() []string {

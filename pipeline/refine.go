@@ -59,6 +59,10 @@ type RefineOptions struct {
 	// one.
 	Rig    *rig.Rig
 	NoTier bool
+	// NoCeilings turns the sched_ext backend's per-pod CPU ceilings off
+	// (WithoutCeilings); a run on another backend is refused. A resumed
+	// run keeps its ledger's setting (Header.NoCeilings).
+	NoCeilings bool
 }
 
 // RefineRun is what a refine run left.
@@ -147,6 +151,11 @@ func Refine(ctx context.Context, tgt *target.Target, path string, opts RefineOpt
 	backend, err := choose(backendName, copts)
 	if err != nil {
 		return nil, err
+	}
+	if opts.NoCeilings || (old != nil && old.Header.NoCeilings) {
+		if err := WithoutCeilings(backend); err != nil {
+			return nil, err
+		}
 	}
 	live, err := NewLive(backend, tgt, opts.Bench)
 	if err != nil {

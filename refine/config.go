@@ -216,6 +216,15 @@ type Session interface {
 	Stop() error
 }
 
+// Ceilinged is a Session whose backend runs the target outside CFS
+// bandwidth control (sched_ext), so that the kernel does not hold its pod
+// to cpu.max: the scheduler's own ceiling does, or nothing does.
+type Ceilinged interface {
+	// Ceiling is the tightest CPU ceiling in force on the target, in CPUs;
+	// 0 when there is none.
+	Ceiling() (float64, error)
+}
+
 // Bench runs one trial of the benchmark in dir, a scratch directory of its
 // own, and returns its metrics. An error means the trial has no numbers.
 type Bench func(ctx context.Context, dir string) (map[string]float64, error)

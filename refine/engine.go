@@ -1006,6 +1006,7 @@ func (e *engine) trial(ctx context.Context, id string, side int, arm Arm, bg int
 	}
 	if err == nil {
 		end.CPU = e.usageOver(cpu, cpuOK, wall)
+		e.ceilingOf(end.CPU)
 	}
 	if serr := stopSpinners(); serr != nil && err == nil {
 		err = fmt.Errorf("stop background: %w", serr)

@@ -44,6 +44,29 @@ func (e *engine) usageOver(before cgroup.CPUStat, ok bool, wall time.Duration) *
 		Periods: d.Periods, Throttled: d.Throttled, ThrottledS: d.ThrottledTime.Seconds()}
 }
 
+// ceilingOf records in u the ceiling the arm in force held the pod to,
+// when its session runs the pod outside CFS (Ceilinged). Without a usage
+// record there is no row to show it in; a ceiling that cannot be read is
+// left unrecorded (nil: the table says so) and noted once.
+func (e *engine) ceilingOf(u *ledger.CPUUsage) {
+	c, ok := e.sess.(Ceilinged)
+	if u == nil || !ok {
+		return
+	}
+	v, err := c.Ceiling()
+	if err != nil {
+		if !e.noted[ceilingNote] {
+			e.noted[ceilingNote] = true
+			e.note("the scheduler's CPU ceiling could not be read (%v): the quota parity table says so for the trials without it", err)
+		}
+		return
+	}
+	u.Ceiling = &v
+}
+
+// ceilingNote keys the one note that a ceiling could not be read.
+const ceilingNote = " cpu ceiling"
+
 // usageFailed notes, once a run, that the pod's usage is not recorded: a
 // trial without it still counts, the quota parity table only lacks it.
 func (e *engine) usageFailed(err error) {
@@ -56,13 +79,21 @@ func (e *engine) usageFailed(err error) {
 
 // enforcement says what holds an arm's pod to its quota on backend: CFS
 // bandwidth control, except for a profile arm of a backend that runs it
-// outside CFS (sched_ext), whose tasks never charge the kernel's quota
-// and are held by the scheduler's ceiling instead.
-func enforcement(backend, hash string) string {
-	if hash == StockHash || hash == StockHash+TierSuffix || backend == cfs.Name || backend == "" {
+// outside CFS (sched_ext), whose tasks never charge the kernel's quota:
+// the scheduler's ceiling does, as its trials recorded it (ceilings, in
+// CPUs, 0 for none; their median), or nothing does. An arm whose trials
+// recorded none is from a ledger that did not record it.
+func enforcement(backend, hash string, ceilings []float64) string {
+	switch {
+	case hash == StockHash || hash == StockHash+TierSuffix || backend == cfs.Name || backend == "":
 		return report.EnforcedCFS
+	case len(ceilings) == 0:
+		return fmt.Sprintf(report.EnforcedUnrecorded, backend)
 	}
-	return fmt.Sprintf(report.EnforcedCeiling, backend)
+	if c := medianOf(ceilings); c > 0 {
+		return fmt.Sprintf(report.EnforcedCeiling, c, backend)
+	}
+	return fmt.Sprintf(report.EnforcedNone, backend)
 }
 
 // quotaRows are the quota parity table's rows: per level and arm (hashes,
@@ -73,7 +104,7 @@ func quotaRows(backend string, ladder []int, hashes, names []string, columns []s
 	var rows []report.QuotaRow
 	for _, bg := range ladder {
 		for i, h := range hashes {
-			var cores, quota, periods, throttled, throttledS []float64
+			var cores, quota, periods, throttled, throttledS, ceilings []float64
 			vals := map[string][]float64{}
 			for _, t := range trials(h, bg) {
 				if t.CPU == nil {
@@ -83,6 +114,9 @@ func quotaRows(backend string, ladder []int, hashes, names []string, columns []s
 				cores, quota = append(cores, u.Cores()), append(quota, u.Quota)
 				periods, throttled = append(periods, float64(u.Periods)), append(throttled, float64(u.Throttled))
 				throttledS = append(throttledS, u.ThrottledS)
+				if u.Ceiling != nil {
+					ceilings = append(ceilings, *u.Ceiling)
+				}
 				for _, c := range columns {
 					if v, ok := t.Metrics[c]; ok {
 						vals[c] = append(vals[c], v)
@@ -95,7 +129,7 @@ func quotaRows(backend string, ladder []int, hashes, names []string, columns []s
 			row := report.QuotaRow{Bg: bg, Arm: names[i], N: len(cores), Cores: medianOf(cores), Quota: medianOf(quota),
 				Periods: medianOf(periods), Throttled: medianOf(throttled), ThrottledS: medianOf(throttledS), Values: map[string]float64{}}
 			if row.Quota > 0 {
-				row.Enforced = enforcement(backend, h)
+				row.Enforced = enforcement(backend, h, ceilings)
 			}
 			for c, v := range vals {
 				row.Values[c] = medianOf(v)

@@ -108,15 +108,97 @@ func TestUsageUnreadable(t *testing.T) {
 }
 
 func TestEnforcement(t *testing.T) {
-	for _, tt := range []struct{ backend, hash, want string }{
-		{"cfs", "1f2e3d4c5b6a", report.EnforcedCFS},
-		{"sched_ext", StockHash, report.EnforcedCFS},
-		{"sched_ext", StockHash + TierSuffix, report.EnforcedCFS},
-		{"sched_ext", "1f2e3d4c5b6a", "the scheduler's ceiling (sched_ext), not the kernel"},
-		{"sched_ext", "1f2e3d4c5b6a" + TierSuffix, "the scheduler's ceiling (sched_ext), not the kernel"},
+	for _, tt := range []struct {
+		backend, hash string
+		ceilings      []float64
+		want          string
+	}{
+		{"cfs", "1f2e3d4c5b6a", nil, report.EnforcedCFS},
+		{"sched_ext", StockHash, nil, report.EnforcedCFS},
+		{"sched_ext", StockHash + TierSuffix, nil, report.EnforcedCFS},
+		{"sched_ext", "1f2e3d4c5b6a", []float64{1.5, 1.5, 1.5}, "the scheduler's ceiling, 1.5 CPUs (sched_ext), not the kernel"},
+		{"sched_ext", "1f2e3d4c5b6a" + TierSuffix, []float64{0.5}, "the scheduler's ceiling, 0.5 CPUs (sched_ext), not the kernel"},
+		{"sched_ext", "1f2e3d4c5b6a", []float64{0, 0}, "none: not limited (sched_ext ignores cpu.max)"},
+		{"sched_ext", "1f2e3d4c5b6a", nil, "the scheduler (sched_ext; its ceiling not recorded), not the kernel"},
 	} {
-		if got := enforcement(tt.backend, tt.hash); got != tt.want {
-			t.Errorf("enforcement(%s, %s) = %q; want %q", tt.backend, tt.hash, got, tt.want)
+		if got := enforcement(tt.backend, tt.hash, tt.ceilings); got != tt.want {
+			t.Errorf("enforcement(%s, %s, %v) = %q; want %q", tt.backend, tt.hash, tt.ceilings, got, tt.want)
+		}
+	}
+}
+
+// ceilingScheduler runs profile arms in sessions that report a CPU
+// ceiling, as the sched_ext backend's do (Ceilinged); stock's do not.
+type ceilingScheduler struct {
+	*fakeScheduler
+	ceiling float64
+}
+
+type ceilingSession struct {
+	Session
+	ceiling float64
+}
+
+func (c ceilingSession) Ceiling() (float64, error) { return c.ceiling, nil }
+
+func (s ceilingScheduler) Apply(ctx context.Context, p *profiles.Profile) (Session, error) {
+	sess, err := s.fakeScheduler.Apply(ctx, p)
+	if err != nil || p == nil {
+		return sess, err
+	}
+	return ceilingSession{sess, s.ceiling}, nil
+}
+
+// TestCeilingRecorded: a profile arm's trials record the ceiling their
+// session held the pod to, stock's none; the quota table says per arm
+// what held it: the ceiling in CPUs, or nothing (ceilings off).
+func TestCeilingRecorded(t *testing.T) {
+	for _, tt := range []struct {
+		ceiling float64
+		want    string
+	}{
+		{1.5, "the scheduler's ceiling, 1.5 CPUs (sched_ext), not the kernel"},
+		{0, "none: not limited (sched_ext ignores cpu.max)"},
+	} {
+		fake := &fakeScheduler{}
+		env := testEnv(t, fake, noisyBench(fake, 5, 0.03, nil))
+		env.Scheduler = ceilingScheduler{fake, tt.ceiling}
+		env.Usage = func() (cgroup.CPUStat, error) { return cgroup.CPUStat{Usage: time.Second, Limit: 1.5}, nil }
+		cfg := testConfig(11)
+		cfg.MaxRounds = 1
+		if _, err := Run(context.Background(), cfg, testProfile(), env); err != nil {
+			t.Fatal(err)
+		}
+		l, err := ledger.Read(env.Ledger.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		arm := map[string]string{}
+		for _, s := range l.Starts {
+			arm[s.Trial] = s.Candidate
+		}
+		for _, e := range l.Ends {
+			stock := arm[e.Trial] == StockHash
+			if e.CPU == nil || (e.CPU.Ceiling == nil) != stock || (!stock && *e.CPU.Ceiling != tt.ceiling) {
+				t.Fatalf("trial %s (%s): usage %+v; want a ceiling of %g recorded for a profile arm only", e.Trial, arm[e.Trial], e.CPU, tt.ceiling)
+			}
+		}
+		l.Header.Backend = "sched_ext"
+		rep, err := ReportOf(l, ReportInfo{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Quota) == 0 {
+			t.Fatal("no quota rows")
+		}
+		for _, q := range rep.Quota {
+			want := tt.want
+			if q.Arm == rep.Arms[0].Name {
+				want = report.EnforcedCFS
+			}
+			if q.Enforced != want {
+				t.Errorf("ceiling %g: %s enforced by %q; want %q", tt.ceiling, q.Arm, q.Enforced, want)
+			}
 		}
 	}
 }

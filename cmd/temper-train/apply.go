@@ -25,6 +25,7 @@ import (
 type applyFlags struct {
 	targetFlags
 	backend   string
+	noCeil    bool
 	forDur    time.Duration
 	state     string
 	statsJSON string
@@ -101,6 +102,7 @@ Needs root (CAP_SYS_NICE for cfs; CAP_BPF and CAP_SYS_ADMIN for sched_ext).`,
 	f.targetFlags.register(cmd, "apply the profile to")
 	fl := cmd.Flags()
 	fl.StringVar(&f.backend, "backend", backendAuto, "how to apply: auto, sched_ext or cfs")
+	fl.BoolVar(&f.noCeil, "no-ceilings", false, noCeilingsHelp)
 	fl.DurationVar(&f.forDur, "for", 0, "revert after this long (0: run until Ctrl-C, SIGTERM or the target exits)")
 	fl.StringVar(&f.state, "state", "", "cfs state file (default /run/temper-train/apply-<pid>.json)")
 	fl.StringVar(&f.statsJSON, "stats-json", "", "write the closing per-group stats and each thread's group to this JSON file")
@@ -118,6 +120,8 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	switch {
 	case f.backend != backendAuto && f.backend != backendSchedExt && f.backend != backendCFS:
 		return usageError{fmt.Errorf("--backend %q: want auto, sched_ext or cfs", f.backend)}
+	case f.noCeil && f.backend == backendCFS:
+		return usageError{errNoCeilingsCFS}
 	case f.forDur < 0:
 		return usageError{fmt.Errorf("--for must be ≥ 0, got %s", f.forDur)}
 	case !f.given():
@@ -131,7 +135,7 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	if err != nil {
 		return err
 	}
-	backend, err := chooseBackend(f.backend, cfs.Options{StateFile: f.state, Note: note}, stderr)
+	backend, err := chooseBackend(f.backend, cfs.Options{StateFile: f.state, Note: note}, f.noCeil, stderr)
 	if err != nil {
 		return err
 	}
@@ -209,10 +213,23 @@ func runApply(cmd *cobra.Command, f applyFlags, profilePath string) error {
 	return flatErr(errors.Join(errs...))
 }
 
-// chooseBackend returns the backend --backend names (pipeline.ChooseBackend)
-// and says on w which one auto chose and why.
-func chooseBackend(name string, opts cfs.Options, w io.Writer) (scheduler.Backend, error) {
+// noCeilingsHelp is --no-ceilings' help, the same on every command.
+const noCeilingsHelp = "run the sched_ext backend without its per-pod CPU ceilings from cpu.max (which the kernel does not enforce under sched_ext), to measure what they cost or prevent; refused on any other backend"
+
+// errNoCeilingsCFS refuses --no-ceilings with --backend cfs before anything
+// is resolved.
+var errNoCeilingsCFS = fmt.Errorf("--no-ceilings: %w: --backend cfs enforces cpu.max in the kernel", pipeline.ErrCeilings)
+
+// chooseBackend returns the backend --backend names (pipeline.ChooseBackend),
+// without its CPU ceilings when noCeilings (--no-ceilings), and says on w
+// which one auto chose and why.
+func chooseBackend(name string, opts cfs.Options, noCeilings bool, w io.Writer) (scheduler.Backend, error) {
 	c, err := pipeline.ChooseBackend(name, opts)
+	if err == nil && noCeilings {
+		if err := pipeline.WithoutCeilings(c.Backend); err != nil {
+			return nil, noCeilingsError(err, c.Fallback)
+		}
+	}
 	switch {
 	case errors.Is(err, pipeline.ErrBackendName):
 		return nil, usageError{fmt.Errorf("--backend %q: want auto, sched_ext or cfs", name)}
@@ -232,12 +249,21 @@ func chooseBackend(name string, opts cfs.Options, w io.Writer) (scheduler.Backen
 	return c.Backend, nil
 }
 
+// noCeilingsError is pipeline.WithoutCeilings' refusal as --no-ceilings',
+// with why auto did not choose sched_ext when it fell back (fallback).
+func noCeilingsError(err, fallback error) error {
+	if fallback != nil {
+		err = fmt.Errorf("%w (--backend auto fell back to it: %v)", err, fallback)
+	}
+	return usageError{fmt.Errorf("--no-ceilings: %w", err)}
+}
+
 // runRevert restores what killed applies left changed, from their state
 // files: the one given, or every one in the default directory whose apply
 // no longer runs.
 func runRevert(cmd *cobra.Command, f applyFlags, a []string) error {
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if f.given() || f.container != "" || f.statsJSON != "" || f.state != "" || f.forDur != 0 || f.demote || cmd.Flags().Changed("backend") {
+	if f.given() || f.container != "" || f.statsJSON != "" || f.state != "" || f.forDur != 0 || f.demote || f.noCeil || cmd.Flags().Changed("backend") {
 		return usageError{errors.New("--revert takes only a state file: apply --revert [STATEFILE]")}
 	}
 	if len(a) > 1 {

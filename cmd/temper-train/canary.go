@@ -177,6 +177,8 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 		return usageError{errors.New("--resume: a canary loop is not resumed; start a new one (each cycle's ledger stays readable)")}
 	case f.backend != backendAuto && f.backend != backendSchedExt && f.backend != backendCFS:
 		return usageError{fmt.Errorf("--backend %q: want auto, sched_ext or cfs", f.backend)}
+	case f.noCeilings && f.backend == backendCFS:
+		return usageError{errNoCeilingsCFS}
 	}
 	bc, err := f.benchCommand()
 	if err != nil {
@@ -189,7 +191,7 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 	prog := console.NewLine(stderr, f.quiet, 10*time.Second)
 	statePath := cfs.StatePath(cfs.DefaultStateDir, os.Getpid())
 	copts := cfs.Options{StateFile: statePath, Note: console.Once(func(msg string) { prog.Log("note: %s", msg) })}
-	backend, err := chooseBackend(f.backend, copts, stderr)
+	backend, err := chooseBackend(f.backend, copts, f.noCeilings, stderr)
 	if err != nil {
 		return err
 	}

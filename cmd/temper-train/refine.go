@@ -36,6 +36,7 @@ type refineFlags struct {
 	background int
 	ladder     string
 	backend    string
+	noCeilings bool
 	maxTrials  int
 	maxTime    time.Duration
 	alpha      float64
@@ -162,6 +163,7 @@ func (f *refineFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.background, "background", 0, "CPU spinners (BestEffort-like background load) during every trial")
 	fl.StringVar(&f.ladder, "ladder", "", "background levels every comparison is measured at, e.g. 0,1,2,4,8 (instead of --background)")
 	fl.StringVar(&f.backend, "backend", backendAuto, "how to apply: auto, sched_ext or cfs")
+	fl.BoolVar(&f.noCeilings, "no-ceilings", false, noCeilingsHelp)
 	fl.IntVar(&f.maxTrials, "max-trials", 0, "stop hill climbing when the next round and the final comparison would exceed this many trials (0: no limit)")
 	fl.DurationVar(&f.maxTime, "max-time", 0, "the same in wall time, estimated from the trials so far (0: no limit)")
 	fl.Float64Var(&f.alpha, "alpha", 0.05, "one-sided level of the final comparison (spent over its looks) and of every non-inferiority bound")
@@ -224,6 +226,8 @@ func runRefine(cmd *cobra.Command, f refineFlags, profilePath string, command []
 	switch {
 	case f.backend != backendAuto && f.backend != backendSchedExt && f.backend != backendCFS:
 		return usageError{fmt.Errorf("--backend %q: want auto, sched_ext or cfs", f.backend)}
+	case f.noCeilings && f.backend == backendCFS:
+		return usageError{errNoCeilingsCFS}
 	case !f.given() && len(command) == 0:
 		return usageError{errors.New("no target: give --pid, --cgroup, --pod, or a command after --")}
 	case f.bench == "":
@@ -366,11 +370,13 @@ func parseBench(line, adapter string) (bench.Command, error) {
 // options are the pipeline's refine options from the flags.
 func (f *refineFlags) options(cfg refine.Config, bc bench.Command, prog *console.Line, stderr io.Writer) pipeline.RefineOptions {
 	return pipeline.RefineOptions{Config: cfg, Backend: f.backend, Bench: f.clientBench(bc), BenchLine: f.bench, Resume: f.resume,
-		Rig: f.rig, NoTier: f.noTier,
+		Rig: f.rig, NoTier: f.noTier, NoCeilings: f.noCeilings,
 		Dir: f.out, Ledger: f.ledger, Version: version, Log: prog.Log,
-		ChooseBackend: func(name string, o cfs.Options) (scheduler.Backend, error) { return chooseBackend(name, o, stderr) },
-		Note:          console.Once(func(msg string) { prog.Log("note: %s", msg) }),
-		Progress:      func(r refine.Progress) { prog.Update(r.String()) }}
+		ChooseBackend: func(name string, o cfs.Options) (scheduler.Backend, error) {
+			return chooseBackend(name, o, false, stderr)
+		},
+		Note:     console.Once(func(msg string) { prog.Log("note: %s", msg) }),
+		Progress: func(r refine.Progress) { prog.Update(r.String()) }}
 }
 
 // refineFlagError names the flags behind an error of pipeline.Refine.
@@ -379,6 +385,8 @@ func refineFlagError(err error, run *pipeline.RefineRun) error {
 	switch {
 	case errors.As(err, &re):
 		return fmt.Errorf("--resume %w", err)
+	case errors.Is(err, pipeline.ErrCeilings):
+		return usageError{fmt.Errorf("--no-ceilings: %w", err)}
 	case run != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		return fmt.Errorf("%w; continue with --resume %s", err, run.Ledger)
 	}

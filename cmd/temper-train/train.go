@@ -76,6 +76,8 @@ func runTrain(cmd *cobra.Command, f trainFlags, command []string) error {
 		return usageError{errors.New("no benchmark: give --bench 'CMD ARGS...'")}
 	case f.resume != "":
 		return usageError{errors.New("--resume: resume the refine stage with 'temper-train refine PROFILE --resume LEDGER'")}
+	case f.noCeilings && f.backend == backendCFS:
+		return usageError{errNoCeilingsCFS}
 	}
 	bc, err := f.benchCommand()
 	if err != nil {

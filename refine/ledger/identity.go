@@ -10,7 +10,8 @@ import (
 
 // Identity is what makes a ledger's trials comparable with a resuming run's:
 // the same profile on the same machine, target, benchmark (command and
-// adapter), backend and tool versions. Each field is the Header field of the
+// adapter), backend (and whether its CPU ceilings were on) and tool
+// versions. Each field is the Header field of the
 // same name as the resuming run would write it.
 type Identity struct {
 	ProfileHash string
@@ -19,13 +20,14 @@ type Identity struct {
 	Bench       []string
 	Adapter     string
 	Backend     string
+	NoCeilings  bool
 	Tools       map[string]string
 }
 
 // Identity is the identity a run writing h has.
 func (h Header) Identity() Identity {
 	return Identity{ProfileHash: h.ProfileHash, Machine: h.Machine, Target: h.Target, Bench: h.Bench,
-		Adapter: h.Adapter, Backend: h.Backend, Tools: h.Tools}
+		Adapter: h.Adapter, Backend: h.Backend, NoCeilings: h.NoCeilings, Tools: h.Tools}
 }
 
 // Check refuses to resume a ledger made by a run that differs from want in
@@ -53,6 +55,8 @@ func (l *Ledger) Check(path string, want Identity) error {
 		return differ("adapter", strconv.Quote(h.Adapter), strconv.Quote(want.Adapter))
 	case h.Backend != want.Backend:
 		return differ("backend", strconv.Quote(h.Backend), strconv.Quote(want.Backend))
+	case h.NoCeilings != want.NoCeilings:
+		return differ("the scheduler's CPU ceilings", ceilings(h.NoCeilings), ceilings(want.NoCeilings))
 	}
 	tools := maps.Clone(h.Tools)
 	if tools == nil {
@@ -86,4 +90,12 @@ func quoteArgv(argv []string) string {
 		q[i] = a
 	}
 	return "[" + strings.Join(q, " ") + "]"
+}
+
+// ceilings names a run's NoCeilings setting for Check's error.
+func ceilings(off bool) string {
+	if off {
+		return "off (--no-ceilings)"
+	}
+	return "on"
 }

@@ -9,7 +9,7 @@ import (
 func identity() Identity {
 	h := header()
 	return Identity{ProfileHash: h.ProfileHash, Machine: h.Machine, Target: h.Target, Bench: h.Bench,
-		Adapter: h.Adapter, Backend: h.Backend, Tools: h.Tools}
+		Adapter: h.Adapter, Backend: h.Backend, NoCeilings: h.NoCeilings, Tools: h.Tools}
 }
 
 // TestCheck: a resume that differs from the ledger in any field is refused
@@ -32,6 +32,7 @@ func TestCheck(t *testing.T) {
 		{"benchmark argument with a space", func(i *Identity) { i.Bench = []string{"./load", "-n 1"} }, `this run has [./load "-n 1"]`},
 		{"adapter", func(i *Identity) { i.Adapter = "wrk" }, `with adapter "jsonl", this run has "wrk"`},
 		{"backend", func(i *Identity) { i.Backend = "sched_ext" }, `with backend "cfs", this run has "sched_ext"`},
+		{"ceilings", func(i *Identity) { i.NoCeilings = true }, "with the scheduler's CPU ceilings on, this run has off (--no-ceilings)"},
 		{"tool version", func(i *Identity) { i.Tools = map[string]string{"temper-train": "v2", "go": "go1.26"} }, `with temper-train version "v1", this run has "v2"`},
 		{"tool missing", func(i *Identity) { i.Tools = map[string]string{"temper-train": "v1"} }, `with go version "go1.26", this run has (none recorded)`},
 		{"tool added", func(i *Identity) {

@@ -68,6 +68,10 @@ type Header struct {
 	// one line per part; empty when there was none.
 	Rig  []string `json:"rig,omitempty"`
 	Seed uint64   `json:"seed"`
+	// NoCeilings says the sched_ext backend ran without its per-pod CPU
+	// ceilings (cpu.max unenforced in its profile arms); false on other
+	// backends, which have none.
+	NoCeilings bool `json:"no_ceilings,omitempty"`
 	// Config is the engine's configuration; a resumed run uses it, not its
 	// own flags, so that it replays the same plan.
 	Config json.RawMessage `json:"config"`
@@ -121,6 +125,12 @@ type CPUUsage struct {
 	Periods    uint64  `json:"nr_periods"`
 	Throttled  uint64  `json:"nr_throttled"`
 	ThrottledS float64 `json:"throttled_s"`
+	// Ceiling is, for an arm its backend ran outside CFS bandwidth control
+	// (sched_ext's profile arms), the tightest CPU ceiling the scheduler
+	// held the pod to, in CPUs: 0 when it held it to none (its ceilings
+	// off, or no limit it saw). nil for an arm on CFS, where the kernel
+	// enforces Quota, and in ledgers that did not record it.
+	Ceiling *float64 `json:"ceiling,omitempty"`
 }
 
 // Cores is the CPUs the pod used on average: usage over wall time.

@@ -3,15 +3,24 @@ package report
 import (
 	"fmt"
 	"io"
+	"strings"
 )
 
 // What holds an arm's pod to its quota (QuotaRow.Enforced). The kernel
 // does not enforce cpu.max on sched_ext tasks; temper's embedded
-// scheduler holds them to a ceiling it derives from it (docs/scheduler.md):
-// EnforcedCeiling takes the backend's name.
+// scheduler holds them to a ceiling it derives from it (docs/scheduler.md),
+// unless run without (--no-ceilings).
 const (
-	EnforcedCFS     = "kernel (CFS bandwidth)"
-	EnforcedCeiling = "the scheduler's ceiling (%s), not the kernel"
+	EnforcedCFS = "kernel (CFS bandwidth)"
+	// EnforcedCeiling takes the ceiling in CPUs and the backend's name.
+	EnforcedCeiling = "the scheduler's ceiling, %.3g CPUs (%s), not the kernel"
+	// EnforcedNone takes the backend's name: its arm ran with no ceiling
+	// (ceilings off, or none the scheduler saw), so nothing held the pod
+	// to its quota.
+	EnforcedNone = "none: not limited (%s ignores cpu.max)"
+	// EnforcedUnrecorded takes the backend's name: a ledger that did not
+	// record the ceiling its arm ran under.
+	EnforcedUnrecorded = "the scheduler (%s; its ceiling not recorded), not the kernel"
 )
 
 // QuotaRow is one arm at one background level of the quota parity table
@@ -26,9 +35,10 @@ type QuotaRow struct {
 	Cores float64
 	// Quota is the pod's limit in CPUs (cpu.max: quota / period); 0: none.
 	Quota float64
-	// Enforced says what holds the pod to Quota: EnforcedCFS, or
-	// EnforcedCeiling with the backend when the arm ran outside CFS
-	// (sched_ext tasks never charge the kernel's quota); "" without one.
+	// Enforced says what holds the pod to Quota: EnforcedCFS, or when the
+	// arm ran outside CFS (sched_ext tasks never charge the kernel's
+	// quota) EnforcedCeiling with the ceiling it ran under, EnforcedNone
+	// without one, or EnforcedUnrecorded; "" without a quota.
 	Enforced string
 	// Periods and Throttled are CFS bandwidth control's nr_periods and
 	// nr_throttled over one trial, ThrottledS its throttled time in
@@ -53,6 +63,18 @@ func (r Report) limited() bool {
 func (r Report) unenforced() bool {
 	for _, q := range r.Quota {
 		if q.Quota > 0 && q.Enforced != EnforcedCFS {
+			return true
+		}
+	}
+	return false
+}
+
+// unlimited says whether any arm with a quota ran with nothing holding
+// its pod to it (EnforcedNone).
+func (r Report) unlimited() bool {
+	none, _, _ := strings.Cut(EnforcedNone, "%")
+	for _, q := range r.Quota {
+		if q.Quota > 0 && strings.HasPrefix(q.Enforced, none) {
 			return true
 		}
 	}
@@ -114,7 +136,11 @@ func (r Report) quota(w io.Writer) {
 		return
 	}
 	if r.unenforced() {
-		p("**The arms are not limit-identical**: %s. An arm the kernel does not limit is bounded by what its scheduler gives it; compare its cores consumed with the quota before crediting its gain to the profile.\n\n", quotaCaveat)
+		p("**The arms are not limit-identical**: %s. An arm the kernel does not limit is bounded by what its scheduler gives it; compare its cores consumed with the quota before crediting its gain to the profile.", quotaCaveat)
+		if r.unlimited() {
+			p(" An arm whose enforcer is \"none\" ran without that ceiling (--no-ceilings, or no limit the scheduler saw): nothing held it to the quota.")
+		}
+		p("\n\n")
 		return
 	}
 	p("Every arm ran on CFS, so the quota bound them alike. Under sched_ext it would not: %s; a sched_ext arm's consumption must be measured, as here, to compare it with a CFS arm.\n\n", quotaCaveat)

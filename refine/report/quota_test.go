@@ -13,7 +13,7 @@ import (
 // quotaFixture is a 1.5-CPU pod at bg 0 and 4 (seed 003's shape) with
 // the arms given: the stock CFS arm throttled at its quota, the refined arm
 // either on CFS too or, on sched_ext, unthrottled and not kernel-limited.
-func quotaFixture(backend string, quota float64, tier bool) Report {
+func quotaFixture(backend string, quota float64, tier bool, ceiling float64) Report {
 	r := fixture()
 	r.Backend = backend
 	r.Quota = nil
@@ -32,7 +32,10 @@ func quotaFixture(backend string, quota float64, tier bool) Report {
 			if a.Name == "refined" {
 				q.Cores, q.Values = 1.353, map[string]float64{"throughput": 59200, "p99_ms": 30.8}
 				if backend == "sched_ext" && quota > 0 {
-					q.Enforced, q.Throttled, q.ThrottledS = fmt.Sprintf(EnforcedCeiling, backend), 0, 0
+					q.Enforced, q.Throttled, q.ThrottledS = fmt.Sprintf(EnforcedNone, backend), 0, 0
+					if ceiling > 0 {
+						q.Enforced = fmt.Sprintf(EnforcedCeiling, ceiling, backend)
+					}
 				}
 			}
 			if quota == 0 {
@@ -51,12 +54,14 @@ func TestQuotaGolden(t *testing.T) {
 		backend string
 		quota   float64
 		tier    bool
+		ceiling float64
 	}{
-		{"CFS backend, 1.5-CPU limit, with the tier", "cfs", 1.5, true},
-		{"sched_ext backend, 1.5-CPU limit", "sched_ext", 1.5, false},
-		{"CFS backend, no limit", "cfs", 0, true},
+		{"CFS backend, 1.5-CPU limit, with the tier", "cfs", 1.5, true, 0},
+		{"sched_ext backend, 1.5-CPU limit", "sched_ext", 1.5, false, 1.5},
+		{"sched_ext backend, 1.5-CPU limit, --no-ceilings", "sched_ext", 1.5, false, 0},
+		{"CFS backend, no limit", "cfs", 0, true, 0},
 	} {
-		r := quotaFixture(c.backend, c.quota, c.tier)
+		r := quotaFixture(c.backend, c.quota, c.tier, c.ceiling)
 		fmt.Fprintf(&b, "<!-- %s -->\n\n", c.name)
 		r.quota(&b)
 		md := markdown(r)
@@ -69,7 +74,9 @@ func TestQuotaGolden(t *testing.T) {
 	for _, must := range []string{
 		"| bg spinners | arm | cores consumed | quota (cores) | enforced by | throttled periods | throttled time | throughput | p99_ms | n |",
 		"| 0 | stock CFS | 1.486 | 1.5 | kernel (CFS bandwidth) | 199 of 200 | 16.5 s | 67.5k | 56.8 | 12 |",
-		"| 4 | refined | 1.353 | 1.5 | the scheduler's ceiling (sched_ext), not the kernel | 0 of 200 | 0 s |",
+		"| 4 | refined | 1.353 | 1.5 | the scheduler's ceiling, 1.5 CPUs (sched_ext), not the kernel | 0 of 200 | 0 s |",
+		"| 4 | refined | 1.353 | 1.5 | none: not limited (sched_ext ignores cpu.max) | 0 of 200 | 0 s |",
+		"An arm whose enforcer is \"none\" ran without that ceiling",
 		"| 0 | tier only | 1.886 | none | — | — | — |",
 		"**The arms are not limit-identical**",
 		"## CPU consumed by the pod",

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/cgroup"
-	"temper.codes/temper-train/observe/snapshot"
 	"temper.codes/temper-train/profiles"
 )
 
@@ -120,7 +119,7 @@ func hierarchyLimits() (limitReader, error) {
 func limitsAbove(root string, version int, rel string) ([]Ceiling, error) {
 	var out []Ceiling
 	for p := filepath.Clean("/" + rel); p != "/"; p = filepath.Dir(p) {
-		cpu, err := snapshot.ReadCgroupCPU(snapshot.CgroupDir{Version: version, Path: filepath.Join(root, p)})
+		cpu, err := cgroup.ReadCPUFiles(version, filepath.Join(root, p), "")
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // the cgroup went away while we looked
 		}
