@@ -137,8 +137,21 @@ func TestCanarySIGTERM(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatalf("no 5th trial within 2 minutes\n%s", stderr.String())
+			threads := hungThreads(cmd.Process.Pid, w.cmd.Process.Pid)
+			// SIGQUIT makes the Go runtime print every goroutine's stack:
+			// where the canary waits. Its rig and cpusets are then taken
+			// down as after any crash.
+			cmd.Process.Signal(syscall.SIGQUIT)
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+			rev, _ := exec.Command(tt, "apply", "--revert").CombinedOutput()
+			t.Fatalf("no 5th trial within 2 minutes\nthreads:\n%s\napply --revert: %s\n%s", threads, rev, stderr.String())
 		}
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
@@ -201,6 +214,51 @@ func TestCanaryOnExitKeep(t *testing.T) {
 	if after := w.views(t); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("scheduling not reverted:\nbefore %v\nafter  %v", before, after)
 	}
+}
+
+// hungThreads lists every thread of the given processes and their
+// children with its state, kernel wait channel, CPU and allowed CPUs: what
+// a run that stopped making progress was waiting on.
+func hungThreads(pids ...int) string {
+	var b strings.Builder
+	seen := map[int]bool{}
+	for len(pids) > 0 {
+		pid := pids[0]
+		pids = pids[1:]
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+		for _, task := range tasks {
+			read := func(name string) string {
+				d, _ := os.ReadFile(filepath.Join(task, name))
+				return strings.TrimSpace(string(d))
+			}
+			stat := read("stat")
+			// comm may hold spaces: the fields after it start past ')'.
+			var state, cpu string
+			if i := strings.LastIndexByte(stat, ')'); i > 0 {
+				f := strings.Fields(stat[i+1:])
+				if len(f) > 36 {
+					state, cpu = f[0], f[36]
+				}
+			}
+			allowed := ""
+			for _, l := range strings.Split(read("status"), "\n") {
+				if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+					allowed = strings.TrimSpace(v)
+				}
+			}
+			fmt.Fprintf(&b, "%s %-16s state %s wchan %s cpu %s allowed %s\n", task, read("comm"), state, read("wchan"), cpu, allowed)
+			for _, c := range strings.Fields(read("children")) {
+				if n, err := strconv.Atoi(c); err == nil {
+					pids = append(pids, n)
+				}
+			}
+		}
+	}
+	return b.String()
 }
 
 // syncBuffer is a strings.Builder safe to read while a process writes it.
