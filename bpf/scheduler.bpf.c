@@ -629,8 +629,6 @@ void ts_enqueue(unsigned long long *ctx)
 			if (cpu >= 0) {
 				insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags | SCX_ENQ_PREEMPT);
 				count_dispatch(layer);
-				if (s)
-					s->preemptions++;
 				return;
 			}
 		}
@@ -878,6 +876,7 @@ SEC("struct_ops/stopping")
 void ts_stopping(unsigned long long *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
+	bool runnable = ctx[1];
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct ts_cpu_state *st = bpf_map_lookup_elem(&cpu_state, &cpu);
 	__u32 layer, t, w;
@@ -891,8 +890,13 @@ void ts_stopping(unsigned long long *ctx)
 	ran = bpf_ktime_get_ns() - st->started_ns;
 	st->tid = 0;
 	s = stats_of(layer);
-	if (s)
+	if (s) {
 		s->runtime_ns += ran;
+		// Still runnable as it stops: it lost its CPU (a slice spent, a
+		// preempting wakeup, a kick), as involuntary switches count on CFS.
+		if (runnable)
+			s->preemptions++;
+	}
 	charge(p, ran);
 	t = treatment_of(layer);
 	if (t != TS_NORMAL && t != TS_EXCLUSIVE)

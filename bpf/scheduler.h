@@ -83,7 +83,7 @@ struct ts_cpu_state {
 struct ts_stats {
 	__u64 runtime_ns;
 	__u64 dispatches;   /* insertions into a DSQ */
-	__u64 preemptions;  /* wakeups that preempted another task */
+	__u64 preemptions;  /* runs that ended with the task still runnable */
 	__u64 sibling_busy; /* an exclusive thread and another task on one core */
 	__u64 enqueues;
 };
