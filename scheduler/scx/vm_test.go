@@ -370,7 +370,7 @@ func TestVMKfuncWorkaround(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := setVariables(spec, cfg, defaultCeilingTick); err != nil {
+		if err := setVariables(spec, cfg, defaultCeilingTick, nil); err != nil {
 			t.Fatal(err)
 		}
 		ch, err := resolveKfuncs(spec, kernel)
