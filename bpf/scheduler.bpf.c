@@ -878,11 +878,34 @@ static int ts_refill_tick(void *map, __u32 *key, struct ts_timer *t)
 	return 0;
 }
 
+// mark_guarded records that the starvation guard just moved a BestEffort
+// task to cpu's local DSQ: ts_running keeps it from preemption.
+static __always_inline void mark_guarded(__s32 cpu)
+{
+	__u32 key = cpu;
+	struct ts_cpu_state *st = bpf_map_lookup_elem(&cpu_state, &key);
+
+	if (st)
+		st->guard = 1;
+}
+
+// prev_besteffort reports whether prev, the task cpu ran last (ts_running
+// recorded its layer; ts_stopping has not run yet), is a BestEffort task.
+static __always_inline bool prev_besteffort(__s32 cpu, struct task_struct *prev)
+{
+	__u32 key = cpu;
+	struct ts_cpu_state *st = bpf_map_lookup_elem(&cpu_state, &key);
+
+	return st && st->tid == prev->pid && st->layer == besteffort_layer;
+}
+
 SEC("struct_ops/dispatch")
 void ts_dispatch(unsigned long long *ctx)
 {
 	__s32 cpu = ctx[0];
+	struct task_struct *prev = (void *)ctx[1];
 	__u32 c = cpu & (TS_MAX_CPUS - 1), owner, n = nr_dispatch;
+	bool keep_prev;
 	__u64 now;
 
 	release();
@@ -912,16 +935,19 @@ void ts_dispatch(unsigned long long *ctx)
 			starve = TS_BESTEFFORT_WAIT_NS / queued;
 		if (now - last_served[i] > starve && move_to_local(dispatch_order[i])) {
 			last_served[i] = now;
-			if (be) {
-				struct ts_cpu_state *st = bpf_map_lookup_elem(&cpu_state, &c);
-
-				if (st)
-					st->guard = 1;
-			}
+			if (be)
+				mark_guarded(cpu);
 			return;
 		}
 	}
+	// A task of another layer whose slice ran out and that could run on
+	// comes before a BestEffort one: without this check its CPU would go
+	// to the BestEffort DSQ (nothing else queued) and the task would have
+	// to preempt its way back.
+	keep_prev = tier_on() && prev && (prev->scx.flags & SCX_TASK_QUEUED) && !prev_besteffort(cpu, prev);
 	for (__u32 i = 0; i < TS_MAX_LAYERS + 1 && i < n; i++) {
+		if (keep_prev && dispatch_order[i] == TS_LAYER_DSQ_BASE + besteffort_layer)
+			return;
 		if (move_to_local(dispatch_order[i])) {
 			last_served[i] = now;
 			return;

@@ -132,6 +132,7 @@ struct bpf_cpumask {
 } __attribute__((preserve_access_index));
 
 struct sched_ext_entity {
+	__u32 flags;
 	__u32 weight;
 	__u64 dsq_vtime;
 	__u64 slice;
@@ -201,6 +202,7 @@ struct sched_ext_ops {
 #define SCX_KICK_IDLE 1
 #define SCX_KICK_PREEMPT 2
 #define SCX_SLICE_DFL 20000000ULL
+#define SCX_TASK_QUEUED 1 /* sched_ext_entity.flags: on the scheduler's rq, runnable */
 #define PF_KTHREAD 0x00200000
 #define CLOCK_MONOTONIC 1
 
