@@ -512,9 +512,9 @@ func (a *Applied) Ceilings() ([]CeilingStats, error) {
 }
 
 // Stats returns the per-layer counters since Apply: the profile's groups in
-// order, then the default layer (threads of the target no group matched,
-// and, in its counters, every thread outside the target but the tier's),
-// then, with Backend.BestEffort, the tier's layer (BestEffortLayer). Threads counts
+// order, with Backend.BestEffort the tier's layer (BestEffortLayer), then
+// the default layer (threads of the target no group matched, and, in its
+// counters, every thread outside the target but the tier's). Threads counts
 // the entries of the kernel's tid → layer map.
 func (a *Applied) Stats() ([]scheduler.GroupStats, error) {
 	if err := a.ejected(); err != nil {

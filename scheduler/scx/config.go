@@ -101,23 +101,26 @@ type config struct {
 	CPUs       []cpuConfig // indexed by CPU id, len = highest CPU + 1
 	Order      []uint64    // DSQ ids
 	// Default is the layer of the target's threads no group matches (and
-	// of every task outside the target but the tier's): the one after the
-	// groups.
+	// of every task outside the target but the tier's): the last one.
 	Default int
-	// Tier is the BestEffort layer, after the default one; -1: no tier.
+	// Tier is the BestEffort layer, between the groups and the default
+	// one; -1: no tier.
 	Tier int
 }
 
 // DefaultLayer is the index of the layer for threads no group matches.
 func (c *config) DefaultLayer() int { return c.Default }
 
-// addTier adds the tier's layer (withTier): consumed after every other,
-// the yield treatment's slice.
+// addTier adds the tier's layer (Backend.BestEffort) before the default
+// one, which stays last: consumed after every other, the yield
+// treatment's slice. The default layer has no DSQ of its own (it shares
+// the normal one), so moving it renames no DSQ.
 func (c *config) addTier() {
-	c.Tier = len(c.Layers)
-	c.Names = append(c.Names, BestEffortLayer)
-	c.Treatments = append(c.Treatments, BestEffortTreatment)
-	c.Layers = append(c.Layers, layerConfig{Treatment: tsBestEffort, Weight: 100, SliceNs: uint64(DefaultSlice(profiles.Yield))})
+	c.Tier = c.Default
+	c.Names = slices.Insert(c.Names, c.Tier, BestEffortLayer)
+	c.Treatments = slices.Insert(c.Treatments, c.Tier, BestEffortTreatment)
+	c.Layers = slices.Insert(c.Layers, c.Tier, layerConfig{Treatment: tsBestEffort, Weight: 100, SliceNs: uint64(DefaultSlice(profiles.Yield))})
+	c.Default++
 	c.Order = append(c.Order, layerDSQBase+uint64(c.Tier))
 }
 

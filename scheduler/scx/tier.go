@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"temper.codes/temper-train/internal/cgroup"
+	"temper.codes/temper-train/scheduler"
 )
 
 // The tier: the scheduler's treatment of BestEffort pods.
@@ -102,3 +103,8 @@ func (a *Applied) Tier() string {
 	}
 	return fmt.Sprintf("BestEffort tier: the tasks under %s run only on CPUs nothing else wants (under saturation a guarded turn at least once a second, none waiting over 10 s)", a.b.BestEffort)
 }
+
+// WithTier is WithBestEffort as scheduler.Tiered has it.
+func (b *Backend) WithTier(besteffort string) scheduler.Backend { return b.WithBestEffort(besteffort) }
+
+var _ scheduler.Tiered = (*Backend)(nil)

@@ -51,8 +51,8 @@ func TestFindTier(t *testing.T) {
 	}
 }
 
-// TestConfigTier: the tier's layer comes after the default one, is served
-// after every other DSQ, and leaves the default layer where it was.
+// TestConfigTier: the tier's layer comes before the default one, which
+// stays last, and is served after every other DSQ.
 func TestConfigTier(t *testing.T) {
 	for _, tt := range []struct {
 		name   string
@@ -74,10 +74,10 @@ func TestConfigTier(t *testing.T) {
 			def := cfg.DefaultLayer()
 			cfg.addTier()
 			n := len(tt.groups)
-			if def != n || cfg.DefaultLayer() != n || cfg.Tier != n+1 {
-				t.Errorf("default layer %d → %d, tier %d; want %d, %d", def, cfg.DefaultLayer(), cfg.Tier, n, n+1)
+			if def != n || cfg.DefaultLayer() != n+1 || cfg.Tier != n || len(cfg.Layers) != n+2 {
+				t.Errorf("default layer %d → %d, tier %d, %d layers; want %d → %d, %d, %d", def, cfg.DefaultLayer(), cfg.Tier, len(cfg.Layers), n, n+1, n, n+2)
 			}
-			if cfg.Names[cfg.Tier] != BestEffortLayer || cfg.Names[def] != scheduler.Unmatched {
+			if cfg.Names[cfg.Tier] != BestEffortLayer || cfg.Names[cfg.DefaultLayer()] != scheduler.Unmatched {
 				t.Errorf("names %v", cfg.Names)
 			}
 			if l := cfg.Layers[cfg.Tier]; l.Treatment != tsBestEffort || l.SliceNs != 5e6 {

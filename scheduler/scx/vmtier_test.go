@@ -148,16 +148,16 @@ func TestVMTier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := st[len(st)-1]
+	tierStats := st[len(st)-2]
 	t.Logf("tier, %d BestEffort spinners: the pod %.3f CPUs (%.1f%% of alone), the spinners %.4f CPUs; layer %s: runtime %v, %d dispatches, %d preemptions",
-		n, podTier, 100*podTier/alone, beTier, last.Group, time.Duration(last.RuntimeNs).Round(time.Millisecond), last.Dispatches, last.Preemptions)
+		n, podTier, 100*podTier/alone, beTier, tierStats.Group, time.Duration(tierStats.RuntimeNs).Round(time.Millisecond), tierStats.Dispatches, tierStats.Preemptions)
 	if err := a.Revert(); err != nil {
 		t.Errorf("revert: %v", err)
 	}
 	switch {
-	case last.Group != BestEffortLayer:
-		t.Errorf("last layer of Stats %q, want %q", last.Group, BestEffortLayer)
-	case last.RuntimeNs == 0:
+	case tierStats.Group != BestEffortLayer:
+		t.Errorf("layer before the default one in Stats %q, want %q", tierStats.Group, BestEffortLayer)
+	case tierStats.RuntimeNs == 0:
 		t.Errorf("the tier's layer recorded no runtime: its spinners were not found by cgroup ancestry")
 	}
 	if beTier <= 0 {
