@@ -23,6 +23,15 @@
 //              done; long slices.
 //   yield      a DSQ of its own, consumed last.
 //
+// The tier (off unless the loader names a BestEffort cgroup): every task
+// under that cgroup (a node's kubepods/besteffort) that the loader did not
+// list is in the besteffort layer, found by cgroup ancestry on every
+// enqueue, so a BestEffort task is caught from its first run. Its DSQ is
+// consumed after every other; a task of any other layer queued on a shared
+// CPU preempts a BestEffort task running on one (a kick), as a CFS task
+// preempts an idle entity's. So BestEffort runs only on CPUs nothing else
+// wants, except for the starvation guard's turns (below), which it keeps.
+//
 // Strict priority is bounded: a layer kept waiting for starve_ns is served
 // next, so a busy latency layer cannot push normal work, nor normal work
 // batch and yield work, into the kernel's stall watchdog.
@@ -65,6 +74,12 @@ const volatile __u64 dispatch_order[TS_MAX_LAYERS + 1];
 const volatile __u64 starve_ns = 1000000000;
 const volatile struct ts_layer layers[TS_MAX_LAYERS];
 const volatile struct ts_cpu cpus[TS_MAX_CPUS];
+// The tier: the BestEffort cgroup's id and level in the cpu controller's
+// hierarchy, and the layer its tasks go to; besteffort_layer TS_NO_LAYER:
+// no tier.
+const volatile __u64 besteffort_cgid = 0;
+const volatile __u32 besteffort_level = 0;
+const volatile __u32 besteffort_layer = TS_NO_LAYER;
 
 // Written by ops.exit, read by user space after the scheduler is gone.
 __u32 exit_kind;
@@ -75,6 +90,9 @@ char exit_msg[1024];
 __u64 vtime_now;
 // When each DSQ of dispatch_order was last served or seen empty.
 __u64 last_served[TS_MAX_LAYERS + 1];
+// How many CPUs run a BestEffort task now: wakeups look for one to preempt
+// only when some do.
+__s64 besteffort_running;
 
 // task_layers: tid → layer, maintained by user space. Absent: default layer.
 struct {
@@ -187,6 +205,9 @@ extern void bpf_cpumask_release(struct bpf_cpumask *cpumask) __ksym;
 extern void bpf_cpumask_set_cpu(__u32 cpu, struct bpf_cpumask *cpumask) __ksym;
 extern bool bpf_cpumask_test_cpu(__u32 cpu, const struct cpumask *cpumask) __ksym;
 extern bool bpf_cpumask_intersects(const struct cpumask *src1, const struct cpumask *src2) __ksym;
+extern struct cgroup *scx_bpf_task_cgroup(struct task_struct *p) __ksym;
+extern struct cgroup *bpf_cgroup_ancestor(struct cgroup *cgrp, int level) __ksym;
+extern void bpf_cgroup_release(struct cgroup *cgrp) __ksym;
 
 static __always_inline void insert(struct task_struct *p, __u64 dsq, __u64 slice, __u64 flags)
 {
@@ -247,13 +268,45 @@ static __always_inline void move_set_vtime(struct bpf_iter_scx_dsq *it, __u64 vt
 		scx_bpf_dispatch_from_dsq_set_vtime(it, vtime);
 }
 
-static __always_inline __u32 layer_of(struct task_struct *p)
+static __always_inline bool tier_on(void)
+{
+	return besteffort_layer < TS_MAX_LAYERS && besteffort_layer < nr_layers;
+}
+
+// in_besteffort reports whether p's cpu cgroup is the BestEffort cgroup or
+// below it. scx_bpf_task_cgroup may be called only on the task an op was
+// called for (the kernel holds its rq lock).
+static __always_inline bool in_besteffort(struct task_struct *p)
+{
+	struct cgroup *cg, *anc;
+	bool in = false;
+
+	cg = scx_bpf_task_cgroup(p);
+	if (!cg)
+		return false;
+	if (cg->level >= (int)besteffort_level) {
+		anc = bpf_cgroup_ancestor(cg, besteffort_level);
+		if (anc) {
+			in = anc->kn->id == besteffort_cgid;
+			bpf_cgroup_release(anc);
+		}
+	}
+	bpf_cgroup_release(cg);
+	return in;
+}
+
+// layer_of is p's layer: the loader's, else besteffort for a task under
+// the BestEffort cgroup (with the tier on; only when op_task: p is the
+// task the running op was called for), else the default layer.
+static __always_inline __u32 layer_of(struct task_struct *p, bool op_task)
 {
 	__u32 tid = p->pid;
 	__u32 *l = bpf_map_lookup_elem(&task_layers, &tid);
 
 	if (l && *l < nr_layers && *l < TS_MAX_LAYERS)
 		return *l;
+	if (op_task && tier_on() && in_besteffort(p))
+		return besteffort_layer;
 	return default_layer < TS_MAX_LAYERS ? default_layer : 0;
 }
 
@@ -476,7 +529,7 @@ __s32 ts_select_cpu(unsigned long long *ctx)
 	struct task_struct *p = (void *)ctx[0];
 	__s32 prev_cpu = ctx[1];
 	__u64 wake_flags = ctx[2];
-	__u32 layer = layer_of(p);
+	__u32 layer = layer_of(p, true);
 	__u64 slice = slice_of(layer);
 	const struct cpumask *shared;
 	bool idle = false;
@@ -556,9 +609,51 @@ static __always_inline __s32 preempt_target(struct task_struct *p)
 	if (!st || !st->tid)
 		return -1;
 	t = treatment_of(st->layer);
-	if (t == TS_NORMAL || t == TS_BATCH || t == TS_YIELD)
+	if (t == TS_NORMAL || t == TS_BATCH || t == TS_YIELD || t == TS_BESTEFFORT)
 		return cpu;
 	return -1;
+}
+
+// besteffort_preemptible reports whether cpu, where p may run, is a shared
+// CPU running a BestEffort task the guard did not put there.
+static __always_inline bool besteffort_preemptible(struct task_struct *p, __s32 cpu, const struct cpumask *shared)
+{
+	struct ts_cpu_state *st;
+	__u32 key;
+
+	if (cpu < 0 || cpu >= nr_cpus || !bpf_cpumask_test_cpu(cpu, shared) ||
+	    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return false;
+	key = cpu;
+	st = bpf_map_lookup_elem(&cpu_state, &key);
+	return st && st->tid && st->layer == besteffort_layer && !st->kept;
+}
+
+// preempt_besteffort makes room for p, just queued on the shared CPUs: a
+// CPU running a BestEffort task is kicked (p's last CPU first), and its
+// dispatch then takes p's DSQ before the BestEffort one. As a CFS task
+// preempts an idle entity on wakeup.
+static __always_inline void preempt_besteffort(struct task_struct *p)
+{
+	const struct cpumask *shared;
+	__s32 cpu;
+
+	if (!tier_on() || besteffort_running <= 0)
+		return;
+	shared = shared_mask();
+	if (!shared)
+		return;
+	cpu = scx_bpf_task_cpu(p);
+	if (besteffort_preemptible(p, cpu, shared)) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		return;
+	}
+	for (__u32 c = 0; c < TS_MAX_CPUS && c < nr_cpus; c++) {
+		if (besteffort_preemptible(p, c, shared)) {
+			scx_bpf_kick_cpu(c, SCX_KICK_PREEMPT);
+			return;
+		}
+	}
 }
 
 static __always_inline void kick_idle_primary(struct task_struct *p, __u32 layer)
@@ -581,7 +676,7 @@ void ts_enqueue(unsigned long long *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
 	__u64 enq_flags = ctx[1];
-	__u32 layer = layer_of(p);
+	__u32 layer = layer_of(p, true);
 	__u32 t = treatment_of(layer);
 	__u64 slice = slice_of(layer);
 	struct ts_stats *s = stats_of(layer);
@@ -629,26 +724,29 @@ void ts_enqueue(unsigned long long *ctx)
 			if (cpu >= 0) {
 				insert(p, SCX_DSQ_LOCAL_ON | cpu, slice, enq_flags | SCX_ENQ_PREEMPT);
 				count_dispatch(layer);
-				if (s)
-					s->preemptions++;
 				return;
 			}
 		}
 		insert(p, TS_LAYER_DSQ_BASE + layer, slice, enq_flags);
+		preempt_besteffort(p);
 		break;
 	case TS_BATCH:
 	case TS_YIELD:
+		insert(p, TS_LAYER_DSQ_BASE + layer, slice, enq_flags);
+		preempt_besteffort(p);
+		break;
+	case TS_BESTEFFORT:
 		insert(p, TS_LAYER_DSQ_BASE + layer, slice, enq_flags);
 		break;
 	default:
 		// normal, the default layer, and exclusive threads that cannot
 		// reach their cores.
 		tc = bpf_task_storage_get(&task_ctx, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-		if (!tc) {
+		if (!tc)
 			insert(p, TS_NORMAL_DSQ, slice, enq_flags);
-			break;
-		}
-		insert_vtime(p, TS_NORMAL_DSQ, slice, queue_vtime(tc), enq_flags);
+		else
+			insert_vtime(p, TS_NORMAL_DSQ, slice, queue_vtime(tc), enq_flags);
+		preempt_besteffort(p);
 		break;
 	}
 	count_dispatch(layer);
@@ -673,7 +771,7 @@ static __always_inline void kick_idle_shared(void)
 // still spent.
 static __always_inline void unpen(struct bpf_iter_scx_dsq *it, struct task_struct *p, __u32 from)
 {
-	__u32 layer = layer_of(p), t = treatment_of(layer), over;
+	__u32 layer = layer_of(p, false), t = treatment_of(layer), over;
 	__u64 slice = slice_of(layer);
 	struct ts_task *tc;
 	__s32 cpu;
@@ -706,6 +804,7 @@ static __always_inline void unpen(struct bpf_iter_scx_dsq *it, struct task_struc
 	case TS_LATENCY:
 	case TS_BATCH:
 	case TS_YIELD:
+	case TS_BESTEFFORT:
 		if (!move(it, p, TS_LAYER_DSQ_BASE + layer, 0))
 			return;
 		break;
@@ -779,11 +878,34 @@ static int ts_refill_tick(void *map, __u32 *key, struct ts_timer *t)
 	return 0;
 }
 
+// mark_guarded records that the starvation guard just moved a BestEffort
+// task to cpu's local DSQ: ts_running keeps it from preemption.
+static __always_inline void mark_guarded(__s32 cpu)
+{
+	__u32 key = cpu;
+	struct ts_cpu_state *st = bpf_map_lookup_elem(&cpu_state, &key);
+
+	if (st)
+		st->guard = 1;
+}
+
+// prev_besteffort reports whether prev, the task cpu ran last (ts_running
+// recorded its layer; ts_stopping has not run yet), is a BestEffort task.
+static __always_inline bool prev_besteffort(__s32 cpu, struct task_struct *prev)
+{
+	__u32 key = cpu;
+	struct ts_cpu_state *st = bpf_map_lookup_elem(&cpu_state, &key);
+
+	return st && st->tid == prev->pid && st->layer == besteffort_layer;
+}
+
 SEC("struct_ops/dispatch")
 void ts_dispatch(unsigned long long *ctx)
 {
 	__s32 cpu = ctx[0];
+	struct task_struct *prev = (void *)ctx[1];
 	__u32 c = cpu & (TS_MAX_CPUS - 1), owner, n = nr_dispatch;
+	bool keep_prev;
 	__u64 now;
 
 	release();
@@ -796,18 +918,36 @@ void ts_dispatch(unsigned long long *ctx)
 		return;
 	}
 	now = bpf_ktime_get_ns();
-	// Starved DSQs first (the first in the order never starves).
+	// Starved DSQs first (the first in the order never starves). The
+	// BestEffort DSQ's guard comes the more often the more tasks wait in
+	// it, so that each waits at most TS_BESTEFFORT_WAIT_NS; its turn is
+	// kept from preemption (cpu_state.guard, then .kept in ts_running).
 	for (__u32 i = 1; i < TS_MAX_LAYERS + 1 && i < n; i++) {
-		if (scx_bpf_dsq_nr_queued(dispatch_order[i]) <= 0) {
+		__s32 queued = scx_bpf_dsq_nr_queued(dispatch_order[i]);
+		__u64 starve = starve_ns;
+		bool be = tier_on() && dispatch_order[i] == TS_LAYER_DSQ_BASE + besteffort_layer;
+
+		if (queued <= 0) {
 			last_served[i] = now;
 			continue;
 		}
-		if (now - last_served[i] > starve_ns && move_to_local(dispatch_order[i])) {
+		if (be && TS_BESTEFFORT_WAIT_NS / queued < starve)
+			starve = TS_BESTEFFORT_WAIT_NS / queued;
+		if (now - last_served[i] > starve && move_to_local(dispatch_order[i])) {
 			last_served[i] = now;
+			if (be)
+				mark_guarded(cpu);
 			return;
 		}
 	}
+	// A task of another layer whose slice ran out and that could run on
+	// comes before a BestEffort one: without this check its CPU would go
+	// to the BestEffort DSQ (nothing else queued) and the task would have
+	// to preempt its way back.
+	keep_prev = tier_on() && prev && (prev->scx.flags & SCX_TASK_QUEUED) && !prev_besteffort(cpu, prev);
 	for (__u32 i = 0; i < TS_MAX_LAYERS + 1 && i < n; i++) {
+		if (keep_prev && dispatch_order[i] == TS_LAYER_DSQ_BASE + besteffort_layer)
+			return;
 		if (move_to_local(dispatch_order[i])) {
 			last_served[i] = now;
 			return;
@@ -825,7 +965,7 @@ void ts_running(unsigned long long *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
 	__u32 cpu = bpf_get_smp_processor_id(), c = cpu & (TS_MAX_CPUS - 1);
-	__u32 layer = layer_of(p);
+	__u32 layer = layer_of(p, true);
 	bool excl = treatment_of(layer) == TS_EXCLUSIVE;
 	struct ts_cpu_state *st = bpf_map_lookup_elem(&cpu_state, &cpu), *sst;
 	struct ts_task *tc;
@@ -836,6 +976,12 @@ void ts_running(unsigned long long *ctx)
 	st->tid = p->pid;
 	st->layer = layer;
 	st->started_ns = bpf_ktime_get_ns();
+	st->kept = 0;
+	if (tier_on() && layer == besteffort_layer) {
+		st->kept = st->guard;
+		__sync_fetch_and_add(&besteffort_running, 1);
+	}
+	st->guard = 0;
 	// vtime_now follows only tasks taken from the vtime DSQ, which leave
 	// it in vtime order. A task that ran out of order (straight onto an
 	// idle CPU, a local DSQ, a layer DSQ) may be far ahead, and
@@ -878,6 +1024,7 @@ SEC("struct_ops/stopping")
 void ts_stopping(unsigned long long *ctx)
 {
 	struct task_struct *p = (void *)ctx[0];
+	bool runnable = ctx[1];
 	__u32 cpu = bpf_get_smp_processor_id();
 	struct ts_cpu_state *st = bpf_map_lookup_elem(&cpu_state, &cpu);
 	__u32 layer, t, w;
@@ -890,9 +1037,17 @@ void ts_stopping(unsigned long long *ctx)
 	layer = st->layer;
 	ran = bpf_ktime_get_ns() - st->started_ns;
 	st->tid = 0;
+	st->kept = 0;
+	if (tier_on() && layer == besteffort_layer)
+		__sync_fetch_and_add(&besteffort_running, -1);
 	s = stats_of(layer);
-	if (s)
+	if (s) {
 		s->runtime_ns += ran;
+		// Still runnable as it stops: it lost its CPU (a slice spent, a
+		// preempting wakeup, a kick), as involuntary switches count on CFS.
+		if (runnable)
+			s->preemptions++;
+	}
 	charge(p, ran);
 	t = treatment_of(layer);
 	if (t != TS_NORMAL && t != TS_EXCLUSIVE)

@@ -42,6 +42,12 @@
  * spent budget does not cost a context switch per microsecond. */
 #define TS_MIN_CEILING_SLICE 200000ULL
 
+/* The longest a BestEffort task waits for a CPU under saturation: the
+ * guard serves the BestEffort DSQ (FIFO) at least once every starve_ns,
+ * and more often the more tasks it holds, one every
+ * TS_BESTEFFORT_WAIT_NS / queued, a third of the kernel's 30 s watchdog. */
+#define TS_BESTEFFORT_WAIT_NS 10000000000ULL
+
 /* The most virtual time a task of the vtime DSQ may be ahead of the queue
  * (and be charged for one run): 10 default slices. */
 #define TS_MAX_LAG 200000000ULL
@@ -52,6 +58,7 @@ enum ts_treatment {
 	TS_NORMAL = 3,
 	TS_BATCH = 4,
 	TS_YIELD = 5,
+	TS_BESTEFFORT = 6, /* the tier: the BestEffort pods' layer, not a profile's */
 };
 
 /* One layer: a thread group of the profile, or the default layer. */
@@ -72,18 +79,21 @@ struct ts_cpu {
 	__u32 pad;
 };
 
-/* What a CPU runs now, read by its SMT siblings. */
+/* What a CPU runs now, read by its SMT siblings (and by wakeups looking
+ * for a BestEffort task to preempt). */
 struct ts_cpu_state {
 	__u32 tid;   /* 0: idle or a task outside sched_ext */
 	__u32 layer;
 	__u64 started_ns;
+	__u32 guard; /* the starvation guard just served the BestEffort DSQ here */
+	__u32 kept;  /* the BestEffort task running here is the guard's: not preempted */
 };
 
 /* Per-layer counters, one copy per CPU. */
 struct ts_stats {
 	__u64 runtime_ns;
 	__u64 dispatches;   /* insertions into a DSQ */
-	__u64 preemptions;  /* wakeups that preempted another task */
+	__u64 preemptions;  /* runs that ended with the task still runnable */
 	__u64 sibling_busy; /* an exclusive thread and another task on one core */
 	__u64 enqueues;
 };
@@ -122,9 +132,19 @@ struct bpf_cpumask {
 } __attribute__((preserve_access_index));
 
 struct sched_ext_entity {
+	__u32 flags;
 	__u32 weight;
 	__u64 dsq_vtime;
 	__u64 slice;
+} __attribute__((preserve_access_index));
+
+struct kernfs_node {
+	__u64 id;
+} __attribute__((preserve_access_index));
+
+struct cgroup {
+	int level;
+	struct kernfs_node *kn;
 } __attribute__((preserve_access_index));
 
 struct task_struct {
@@ -182,6 +202,7 @@ struct sched_ext_ops {
 #define SCX_KICK_IDLE 1
 #define SCX_KICK_PREEMPT 2
 #define SCX_SLICE_DFL 20000000ULL
+#define SCX_TASK_QUEUED 1 /* sched_ext_entity.flags: on the scheduler's rq, runnable */
 #define PF_KTHREAD 0x00200000
 #define CLOCK_MONOTONIC 1
 

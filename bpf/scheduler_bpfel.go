@@ -16,37 +16,41 @@ import (
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	SchedulerMapCeilings      = "ceilings"
-	SchedulerMapCpuState      = "cpu_state"
-	SchedulerMapMasks         = "masks"
-	SchedulerMapRefillTimer   = "refill_timer"
-	SchedulerMapStats         = "stats"
-	SchedulerMapTaskCeilings  = "task_ceilings"
-	SchedulerMapTaskCtx       = "task_ctx"
-	SchedulerMapTaskLayers    = "task_layers"
-	SchedulerMapTemperOps     = "temper_ops"
-	SchedulerProgTsDispatch   = "ts_dispatch"
-	SchedulerProgTsEnqueue    = "ts_enqueue"
-	SchedulerProgTsExit       = "ts_exit"
-	SchedulerProgTsInit       = "ts_init"
-	SchedulerProgTsRunning    = "ts_running"
-	SchedulerProgTsSelectCpu  = "ts_select_cpu"
-	SchedulerProgTsStopping   = "ts_stopping"
-	SchedulerVarCeilingTickNs = "ceiling_tick_ns"
-	SchedulerVarCpus          = "cpus"
-	SchedulerVarDefaultLayer  = "default_layer"
-	SchedulerVarDispatchOrder = "dispatch_order"
-	SchedulerVarExitCode      = "exit_code"
-	SchedulerVarExitKind      = "exit_kind"
-	SchedulerVarExitMsg       = "exit_msg"
-	SchedulerVarExitReason    = "exit_reason"
-	SchedulerVarLastServed    = "last_served"
-	SchedulerVarLayers        = "layers"
-	SchedulerVarNrCpus        = "nr_cpus"
-	SchedulerVarNrDispatch    = "nr_dispatch"
-	SchedulerVarNrLayers      = "nr_layers"
-	SchedulerVarStarveNs      = "starve_ns"
-	SchedulerVarVtimeNow      = "vtime_now"
+	SchedulerMapCeilings          = "ceilings"
+	SchedulerMapCpuState          = "cpu_state"
+	SchedulerMapMasks             = "masks"
+	SchedulerMapRefillTimer       = "refill_timer"
+	SchedulerMapStats             = "stats"
+	SchedulerMapTaskCeilings      = "task_ceilings"
+	SchedulerMapTaskCtx           = "task_ctx"
+	SchedulerMapTaskLayers        = "task_layers"
+	SchedulerMapTemperOps         = "temper_ops"
+	SchedulerProgTsDispatch       = "ts_dispatch"
+	SchedulerProgTsEnqueue        = "ts_enqueue"
+	SchedulerProgTsExit           = "ts_exit"
+	SchedulerProgTsInit           = "ts_init"
+	SchedulerProgTsRunning        = "ts_running"
+	SchedulerProgTsSelectCpu      = "ts_select_cpu"
+	SchedulerProgTsStopping       = "ts_stopping"
+	SchedulerVarBesteffortCgid    = "besteffort_cgid"
+	SchedulerVarBesteffortLayer   = "besteffort_layer"
+	SchedulerVarBesteffortLevel   = "besteffort_level"
+	SchedulerVarBesteffortRunning = "besteffort_running"
+	SchedulerVarCeilingTickNs     = "ceiling_tick_ns"
+	SchedulerVarCpus              = "cpus"
+	SchedulerVarDefaultLayer      = "default_layer"
+	SchedulerVarDispatchOrder     = "dispatch_order"
+	SchedulerVarExitCode          = "exit_code"
+	SchedulerVarExitKind          = "exit_kind"
+	SchedulerVarExitMsg           = "exit_msg"
+	SchedulerVarExitReason        = "exit_reason"
+	SchedulerVarLastServed        = "last_served"
+	SchedulerVarLayers            = "layers"
+	SchedulerVarNrCpus            = "nr_cpus"
+	SchedulerVarNrDispatch        = "nr_dispatch"
+	SchedulerVarNrLayers          = "nr_layers"
+	SchedulerVarStarveNs          = "starve_ns"
+	SchedulerVarVtimeNow          = "vtime_now"
 )
 
 // LoadScheduler returns the embedded CollectionSpec for Scheduler.
@@ -119,21 +123,25 @@ type SchedulerMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type SchedulerVariableSpecs struct {
-	CeilingTickNs *ebpf.VariableSpec `ebpf:"ceiling_tick_ns"`
-	Cpus          *ebpf.VariableSpec `ebpf:"cpus"`
-	DefaultLayer  *ebpf.VariableSpec `ebpf:"default_layer"`
-	DispatchOrder *ebpf.VariableSpec `ebpf:"dispatch_order"`
-	ExitCode      *ebpf.VariableSpec `ebpf:"exit_code"`
-	ExitKind      *ebpf.VariableSpec `ebpf:"exit_kind"`
-	ExitMsg       *ebpf.VariableSpec `ebpf:"exit_msg"`
-	ExitReason    *ebpf.VariableSpec `ebpf:"exit_reason"`
-	LastServed    *ebpf.VariableSpec `ebpf:"last_served"`
-	Layers        *ebpf.VariableSpec `ebpf:"layers"`
-	NrCpus        *ebpf.VariableSpec `ebpf:"nr_cpus"`
-	NrDispatch    *ebpf.VariableSpec `ebpf:"nr_dispatch"`
-	NrLayers      *ebpf.VariableSpec `ebpf:"nr_layers"`
-	StarveNs      *ebpf.VariableSpec `ebpf:"starve_ns"`
-	VtimeNow      *ebpf.VariableSpec `ebpf:"vtime_now"`
+	BesteffortCgid    *ebpf.VariableSpec `ebpf:"besteffort_cgid"`
+	BesteffortLayer   *ebpf.VariableSpec `ebpf:"besteffort_layer"`
+	BesteffortLevel   *ebpf.VariableSpec `ebpf:"besteffort_level"`
+	BesteffortRunning *ebpf.VariableSpec `ebpf:"besteffort_running"`
+	CeilingTickNs     *ebpf.VariableSpec `ebpf:"ceiling_tick_ns"`
+	Cpus              *ebpf.VariableSpec `ebpf:"cpus"`
+	DefaultLayer      *ebpf.VariableSpec `ebpf:"default_layer"`
+	DispatchOrder     *ebpf.VariableSpec `ebpf:"dispatch_order"`
+	ExitCode          *ebpf.VariableSpec `ebpf:"exit_code"`
+	ExitKind          *ebpf.VariableSpec `ebpf:"exit_kind"`
+	ExitMsg           *ebpf.VariableSpec `ebpf:"exit_msg"`
+	ExitReason        *ebpf.VariableSpec `ebpf:"exit_reason"`
+	LastServed        *ebpf.VariableSpec `ebpf:"last_served"`
+	Layers            *ebpf.VariableSpec `ebpf:"layers"`
+	NrCpus            *ebpf.VariableSpec `ebpf:"nr_cpus"`
+	NrDispatch        *ebpf.VariableSpec `ebpf:"nr_dispatch"`
+	NrLayers          *ebpf.VariableSpec `ebpf:"nr_layers"`
+	StarveNs          *ebpf.VariableSpec `ebpf:"starve_ns"`
+	VtimeNow          *ebpf.VariableSpec `ebpf:"vtime_now"`
 }
 
 // SchedulerObjects contains all objects after they have been loaded into the kernel.
@@ -185,21 +193,25 @@ func (m *SchedulerMaps) Close() error {
 //
 // It can be passed to LoadSchedulerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SchedulerVariables struct {
-	CeilingTickNs *ebpf.Variable `ebpf:"ceiling_tick_ns"`
-	Cpus          *ebpf.Variable `ebpf:"cpus"`
-	DefaultLayer  *ebpf.Variable `ebpf:"default_layer"`
-	DispatchOrder *ebpf.Variable `ebpf:"dispatch_order"`
-	ExitCode      *ebpf.Variable `ebpf:"exit_code"`
-	ExitKind      *ebpf.Variable `ebpf:"exit_kind"`
-	ExitMsg       *ebpf.Variable `ebpf:"exit_msg"`
-	ExitReason    *ebpf.Variable `ebpf:"exit_reason"`
-	LastServed    *ebpf.Variable `ebpf:"last_served"`
-	Layers        *ebpf.Variable `ebpf:"layers"`
-	NrCpus        *ebpf.Variable `ebpf:"nr_cpus"`
-	NrDispatch    *ebpf.Variable `ebpf:"nr_dispatch"`
-	NrLayers      *ebpf.Variable `ebpf:"nr_layers"`
-	StarveNs      *ebpf.Variable `ebpf:"starve_ns"`
-	VtimeNow      *ebpf.Variable `ebpf:"vtime_now"`
+	BesteffortCgid    *ebpf.Variable `ebpf:"besteffort_cgid"`
+	BesteffortLayer   *ebpf.Variable `ebpf:"besteffort_layer"`
+	BesteffortLevel   *ebpf.Variable `ebpf:"besteffort_level"`
+	BesteffortRunning *ebpf.Variable `ebpf:"besteffort_running"`
+	CeilingTickNs     *ebpf.Variable `ebpf:"ceiling_tick_ns"`
+	Cpus              *ebpf.Variable `ebpf:"cpus"`
+	DefaultLayer      *ebpf.Variable `ebpf:"default_layer"`
+	DispatchOrder     *ebpf.Variable `ebpf:"dispatch_order"`
+	ExitCode          *ebpf.Variable `ebpf:"exit_code"`
+	ExitKind          *ebpf.Variable `ebpf:"exit_kind"`
+	ExitMsg           *ebpf.Variable `ebpf:"exit_msg"`
+	ExitReason        *ebpf.Variable `ebpf:"exit_reason"`
+	LastServed        *ebpf.Variable `ebpf:"last_served"`
+	Layers            *ebpf.Variable `ebpf:"layers"`
+	NrCpus            *ebpf.Variable `ebpf:"nr_cpus"`
+	NrDispatch        *ebpf.Variable `ebpf:"nr_dispatch"`
+	NrLayers          *ebpf.Variable `ebpf:"nr_layers"`
+	StarveNs          *ebpf.Variable `ebpf:"starve_ns"`
+	VtimeNow          *ebpf.Variable `ebpf:"vtime_now"`
 }
 
 // SchedulerPrograms contains all programs after they have been loaded into the kernel.

@@ -43,6 +43,9 @@ type Live struct {
 	Progress func(refine.Progress)
 
 	openLoop atomic.Bool
+	// tierOn is the tier switch of a backend whose scheduler has the tier
+	// (scheduler.Tiered): liveScheduler applies with it while it is set.
+	tierOn atomic.Bool
 }
 
 // NewLive reads this machine's topology for a live workload.
@@ -101,15 +104,15 @@ func (l *Live) Realise(p *profiles.Profile) (string, error) {
 	return rs.Key(), nil
 }
 
-// TierArm says whether a new run measures the tier arm: with a rig, on the
-// CFS backend (whose tier is the rig's besteffort parent as an idle
-// entity), unless noTier. note says why not where a rig has none.
+// TierArm says whether a new run measures the tier arm: with a rig whose
+// backend has a tier (l.tier), unless noTier. note says why not where a
+// rig has none.
 func (l *Live) TierArm(noTier bool, note func(string)) bool {
 	switch {
 	case l.Rig == nil || noTier:
 		return false
-	case l.Backend.Name() != cfs.Name:
-		note(fmt.Sprintf("no tier arm on the %s backend: its treatment of BestEffort pods is the scheduler's own (measured with the profile, not apart)", l.Backend.Name()))
+	case l.tier() == nil:
+		note(fmt.Sprintf("no tier arm on the %s backend: it has no treatment of BestEffort pods to switch", l.Backend.Name()))
 		return false
 	}
 	return true
@@ -142,6 +145,7 @@ func (l *Live) Env(lw *ledger.Writer, trialDir string) refine.Env {
 		Background: l.background,
 		Realise:    l.Realise,
 		Tier:       l.tier(),
+		TierWhat:   refine.TierDesc(l.Backend.Name()),
 		Usage:      l.usage(),
 	}
 }
@@ -164,18 +168,38 @@ func (l *Live) background(n int) (refine.Spinners, error) {
 	return background.Start(n)
 }
 
-// tier is the rig's tier switch; nil without a rig.
+// tier is the one rule of how the node's tier is switched (refine's
+// Env.Tier): on CFS the rig's besteffort parent made an idle entity
+// (rig.Rig.Tier, a cgroup knob, whatever is applied); on a backend whose
+// scheduler has the tier (scheduler.Tiered: sched_ext) the flag every
+// Apply of liveScheduler reads, so that each arm's scheduler is loaded
+// with the tier or without it (the engine stops an arm before it switches
+// the tier, and switches it before it applies the next). nil without a
+// rig, or on a backend with neither.
 func (l *Live) tier() func(bool) error {
-	if l.Rig == nil {
+	switch {
+	case l.Rig == nil:
 		return nil
+	case l.Backend.Name() == cfs.Name:
+		return l.Rig.Tier
 	}
-	return l.Rig.Tier
+	if _, ok := l.Backend.(scheduler.Tiered); ok {
+		return func(on bool) error {
+			l.tierOn.Store(on)
+			return nil
+		}
+	}
+	return nil
 }
 
 // Scheduler applies profiles to the target through the backend, as
 // refine's arms.
 func (l *Live) Scheduler() refine.Scheduler {
-	return &liveScheduler{backend: l.Backend, topo: l.Topology, tgt: l.Target}
+	s := &liveScheduler{backend: l.Backend, topo: l.Topology, tgt: l.Target}
+	if t, ok := l.Backend.(scheduler.Tiered); ok && l.Rig != nil && l.Backend.Name() != cfs.Name {
+		s.tiered, s.tierOn, s.besteffort = t, &l.tierOn, l.Rig.BestEffort().CPU
+	}
+	return s
 }
 
 // Header is a ledger's first line for a run of cfg on this workload:
@@ -208,6 +232,13 @@ func watchOnly() *profiles.Profile {
 		ThreadGroups: []profiles.ThreadGroup{{Name: "all", Match: profiles.Match{All: true}, Treatment: profiles.Normal}}}
 }
 
+// tierOnly is the profile the tier-only arm runs on a backend whose
+// scheduler has the tier: no group, so every thread of the target is in
+// the default layer, as every other task but the BestEffort pods'.
+func tierOnly() *profiles.Profile {
+	return &profiles.Profile{SchemaVersion: 1, ID: "tier-only"}
+}
+
 // ErrTargetGone is wrapped when the target has no process left.
 var ErrTargetGone = errors.New("the target exited")
 
@@ -217,11 +248,25 @@ type liveScheduler struct {
 	backend scheduler.Backend
 	topo    *machine.Topology
 	tgt     *target.Target
+	// tiered, with the tier switch tierOn, is backend when its scheduler
+	// has the tier, for the rig's besteffort cgroup directory; nil
+	// otherwise.
+	tiered     scheduler.Tiered
+	tierOn     *atomic.Bool
+	besteffort string
 }
 
 func (s *liveScheduler) Apply(ctx context.Context, p *profiles.Profile) (refine.Session, error) {
+	backend := s.backend
+	if s.tiered != nil && s.tierOn.Load() {
+		backend = s.tiered.WithTier(s.besteffort)
+		if p == nil {
+			// Tier only: the scheduler with no group, its tier in force.
+			p = tierOnly()
+		}
+	}
 	if p == nil {
-		if s.backend.Name() != cfs.Name {
+		if backend.Name() != cfs.Name {
 			// Stock under sched_ext is no scheduler attached at all.
 			return nil, nil
 		}
@@ -239,7 +284,7 @@ func (s *liveScheduler) Apply(ctx context.Context, p *profiles.Profile) (refine.
 	if err != nil {
 		return nil, err
 	}
-	sess, err := scheduler.Start(ctx, s.backend, plan, scheduler.Options{})
+	sess, err := scheduler.Start(ctx, backend, plan, scheduler.Options{})
 	if err != nil {
 		return nil, flat(err)
 	}

@@ -246,6 +246,9 @@ type Env struct {
 	// Tier puts the node's tier in force (true) or takes it back (false);
 	// nil when there is none (then Config.Tier is refused).
 	Tier func(on bool) error
+	// TierWhat says what the tier is on this backend, for the log
+	// (TierDesc); "": CFS's.
+	TierWhat string
 	// Background starts n spinners (n > 0) for the length of a trial.
 	Background func(n int) (Spinners, error)
 	// Usage reads the target pod cgroup's CPU accounting (usage, CFS

@@ -269,7 +269,11 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 	finalArms := stock.Step.Param + " vs refined"
 	if c.Tier {
 		finalArms = stock.Step.Param + " vs tier only vs tier + refined"
-		e.env.Log("arms: the tier (%s) is in force with every profile; steps are decided against tier only", "the node's BestEffort pods made an idle entity")
+		what := e.env.TierWhat
+		if what == "" {
+			what = TierDesc("")
+		}
+		e.env.Log("arms: the tier (%s) is in force with every profile; steps are decided against tier only", what)
 	}
 	var rungText []string
 	for _, r := range rs {

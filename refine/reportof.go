@@ -136,7 +136,7 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 	}
 	hashes := []string{refHash}
 	if r.Tier {
-		r.Arms = append(r.Arms, report.Arm{Name: "tier only", Desc: "no profile; the node's tier in force (BestEffort pods an idle entity)"})
+		r.Arms = append(r.Arms, report.Arm{Name: "tier only", Desc: "no profile; the node's tier in force (" + TierDesc(h.Backend) + ")"})
 		hashes = append(hashes, tierKey)
 		r.DeltaBase = 1
 	}

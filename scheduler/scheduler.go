@@ -186,3 +186,13 @@ func Allocate(p *profiles.Profile, t *machine.Topology) (Allocation, error) {
 	}
 	return a, nil
 }
+
+// Tiered is a backend whose scheduler has a treatment of BestEffort pods of
+// its own, the node's tier: WithTier returns the backend whose Apply puts
+// it in force for the cgroup directory besteffort (a node's
+// kubepods/besteffort, in the cpu controller's hierarchy) besides the
+// plan. The CFS backend has none: its tier is a cgroup knob (the rig's).
+type Tiered interface {
+	Backend
+	WithTier(besteffort string) Backend
+}

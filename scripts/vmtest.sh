@@ -133,6 +133,7 @@ expected=(
 	go/TestVMContract
 	go/TestVMSwitchover
 	go/TestVMCeiling
+	go/TestVMTier
 	e2e/unknown-matcher
 	e2e/apply-enabled
 	e2e/layers

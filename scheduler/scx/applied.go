@@ -137,6 +137,13 @@ func (b *Backend) apply(ctx context.Context, p scheduler.Plan) (*Applied, error)
 	if err != nil {
 		return nil, fmt.Errorf("sched_ext backend: %w", err)
 	}
+	tier, err := b.tier()
+	if err != nil {
+		return nil, err
+	}
+	if tier != nil {
+		cfg.addTier()
+	}
 	threads, err := p.Threads()
 	if err != nil {
 		return nil, fmt.Errorf("sched_ext backend: list the target's threads: %w", err)
@@ -157,7 +164,7 @@ func (b *Backend) apply(ctx context.Context, p scheduler.Plan) (*Applied, error)
 		}
 		tick = ceilings.tick()
 	}
-	coll, kfuncs, err := b.load(cfg, tick)
+	coll, kfuncs, err := b.load(cfg, tick, tier)
 	if err != nil {
 		return nil, err
 	}
@@ -193,9 +200,10 @@ func (b *Backend) apply(ctx context.Context, p scheduler.Plan) (*Applied, error)
 }
 
 // load prepares the embedded object for cfg and the running kernel and
-// loads it; tick is the ceilings' refill interval (0: no ceilings). It
-// returns the kfuncs the program will call.
-func (b *Backend) load(cfg *config, tick time.Duration) (*ebpf.Collection, []string, error) {
+// loads it; tick is the ceilings' refill interval (0: no ceilings), tier
+// the BestEffort cgroup (nil: no tier). It returns the kfuncs the program
+// will call.
+func (b *Backend) load(cfg *config, tick time.Duration, tier *tierCgroup) (*ebpf.Collection, []string, error) {
 	spec, err := bpf.LoadScheduler()
 	if err != nil {
 		return nil, nil, fmt.Errorf("sched_ext backend: parse embedded BPF object: %w", err)
@@ -209,7 +217,7 @@ func (b *Backend) load(cfg *config, tick time.Duration) (*ebpf.Collection, []str
 		return nil, nil, fmt.Errorf("sched_ext backend: %w", err)
 	}
 	hideKfuncs(spec, choice.Hide)
-	if err := setVariables(spec, cfg, tick); err != nil {
+	if err := setVariables(spec, cfg, tick, tier); err != nil {
 		return nil, nil, fmt.Errorf("sched_ext backend: %w", err)
 	}
 	if b.editSpec != nil {
@@ -241,9 +249,10 @@ func logTail(log []string, n int) string {
 	return "  verifier: " + strings.Join(log, "\n  verifier: ")
 }
 
-// setVariables writes cfg and the ceilings' refill interval tick (0: no
-// ceilings) into the object's read-only globals.
-func setVariables(spec *ebpf.CollectionSpec, cfg *config, tick time.Duration) error {
+// setVariables writes cfg, the ceilings' refill interval tick (0: no
+// ceilings) and the tier's cgroup (nil: none) into the object's read-only
+// globals.
+func setVariables(spec *ebpf.CollectionSpec, cfg *config, tick time.Duration, tier *tierCgroup) error {
 	var layers [maxLayers]layerConfig
 	copy(layers[:], cfg.Layers)
 	var cpus [maxCPUs]cpuConfig
@@ -253,15 +262,22 @@ func setVariables(spec *ebpf.CollectionSpec, cfg *config, tick time.Duration) er
 	copy(cpus[:], cfg.CPUs)
 	var order [maxLayers + 1]uint64
 	copy(order[:], cfg.Order)
+	tierLayer, tc := uint32(noLayer), tierCgroup{}
+	if tier != nil && cfg.Tier >= 0 {
+		tierLayer, tc = uint32(cfg.Tier), *tier
+	}
 	for name, v := range map[string]any{
-		bpf.SchedulerVarNrCpus:        uint32(len(cfg.CPUs)),
-		bpf.SchedulerVarNrLayers:      uint32(len(cfg.Layers)),
-		bpf.SchedulerVarDefaultLayer:  uint32(cfg.DefaultLayer()),
-		bpf.SchedulerVarNrDispatch:    uint32(len(cfg.Order)),
-		bpf.SchedulerVarDispatchOrder: order,
-		bpf.SchedulerVarLayers:        layers,
-		bpf.SchedulerVarCpus:          cpus,
-		bpf.SchedulerVarCeilingTickNs: uint64(tick),
+		bpf.SchedulerVarNrCpus:          uint32(len(cfg.CPUs)),
+		bpf.SchedulerVarNrLayers:        uint32(len(cfg.Layers)),
+		bpf.SchedulerVarDefaultLayer:    uint32(cfg.DefaultLayer()),
+		bpf.SchedulerVarNrDispatch:      uint32(len(cfg.Order)),
+		bpf.SchedulerVarDispatchOrder:   order,
+		bpf.SchedulerVarLayers:          layers,
+		bpf.SchedulerVarCpus:            cpus,
+		bpf.SchedulerVarCeilingTickNs:   uint64(tick),
+		bpf.SchedulerVarBesteffortLayer: tierLayer,
+		bpf.SchedulerVarBesteffortCgid:  tc.ID,
+		bpf.SchedulerVarBesteffortLevel: tc.Level,
 	} {
 		vs, ok := spec.Variables[name]
 		if !ok {
@@ -496,8 +512,9 @@ func (a *Applied) Ceilings() ([]CeilingStats, error) {
 }
 
 // Stats returns the per-layer counters since Apply: the profile's groups in
-// order, then the default layer (threads of the target no group matched,
-// and, in its counters, every thread outside the target). Threads counts
+// order, with Backend.BestEffort the tier's layer (BestEffortLayer), then
+// the default layer (threads of the target no group matched, and, in its
+// counters, every thread outside the target but the tier's). Threads counts
 // the entries of the kernel's tid → layer map.
 func (a *Applied) Stats() ([]scheduler.GroupStats, error) {
 	if err := a.ejected(); err != nil {
@@ -531,6 +548,9 @@ func (a *Applied) Stats() ([]scheduler.GroupStats, error) {
 		}
 		g := scheduler.GroupStats{Group: a.cfg.Names[i], Treatment: a.cfg.Treatments[i], Threads: count[i], At: now,
 			Missing: []scheduler.Unmeasured{{Counter: scheduler.Wait, Why: "not measured by the sched_ext backend"}}}
+		if i == a.cfg.Tier {
+			g.Notes = append(g.Notes, a.Tier()+"; threads not counted: found by cgroup ancestry, not listed")
+		}
 		for _, s := range per {
 			g.RuntimeNs += s.RuntimeNs
 			g.Dispatches += s.Dispatches

@@ -29,7 +29,16 @@ const (
 	tsNormal
 	tsBatch
 	tsYield
+	tsBestEffort // the tier's layer, not a profile treatment
 )
+
+// BestEffortLayer names, in Stats, the tier's layer: the tasks under
+// Backend.BestEffort's cgroup that the target does not hold.
+const BestEffortLayer = "(besteffort)"
+
+// BestEffortTreatment is the tier layer's treatment in Stats: no profile
+// treatment, below yield.
+const BestEffortTreatment profiles.Treatment = "besteffort"
 
 var treatmentCode = map[profiles.Treatment]uint32{
 	profiles.Exclusive: tsExclusive,
@@ -91,10 +100,29 @@ type config struct {
 	Layers     []layerConfig
 	CPUs       []cpuConfig // indexed by CPU id, len = highest CPU + 1
 	Order      []uint64    // DSQ ids
+	// Default is the layer of the target's threads no group matches (and
+	// of every task outside the target but the tier's): the last one.
+	Default int
+	// Tier is the BestEffort layer, between the groups and the default
+	// one; -1: no tier.
+	Tier int
 }
 
 // DefaultLayer is the index of the layer for threads no group matches.
-func (c *config) DefaultLayer() int { return len(c.Layers) - 1 }
+func (c *config) DefaultLayer() int { return c.Default }
+
+// addTier adds the tier's layer (Backend.BestEffort) before the default
+// one, which stays last: consumed after every other, the yield
+// treatment's slice. The default layer has no DSQ of its own (it shares
+// the normal one), so moving it renames no DSQ.
+func (c *config) addTier() {
+	c.Tier = c.Default
+	c.Names = slices.Insert(c.Names, c.Tier, BestEffortLayer)
+	c.Treatments = slices.Insert(c.Treatments, c.Tier, BestEffortTreatment)
+	c.Layers = slices.Insert(c.Layers, c.Tier, layerConfig{Treatment: tsBestEffort, Weight: 100, SliceNs: uint64(DefaultSlice(profiles.Yield))})
+	c.Default++
+	c.Order = append(c.Order, layerDSQBase+uint64(c.Tier))
+}
 
 // buildConfig turns a plan into the scheduler's configuration. Exclusive
 // groups run on one CPU (the primary: the lowest-numbered) of each core
@@ -117,7 +145,7 @@ func buildConfig(p scheduler.Plan) (*config, error) {
 	if ncpu > maxCPUs {
 		return nil, fmt.Errorf("%d CPUs: the sched_ext backend takes at most %d", ncpu, maxCPUs)
 	}
-	c := &config{CPUs: make([]cpuConfig, ncpu)}
+	c := &config{CPUs: make([]cpuConfig, ncpu), Tier: -1}
 	for i := range c.CPUs {
 		c.CPUs[i].Owner = noLayer
 		c.CPUs[i].Siblings = [maxSiblings]uint32{noCPU, noCPU, noCPU}
@@ -191,6 +219,7 @@ func buildConfig(p scheduler.Plan) (*config, error) {
 		c.Treatments = append(c.Treatments, g.Treatment)
 		c.Layers = append(c.Layers, l)
 	}
+	c.Default = len(c.Layers)
 	c.Names = append(c.Names, scheduler.Unmatched)
 	c.Treatments = append(c.Treatments, profiles.Normal)
 	c.Layers = append(c.Layers, layerConfig{Treatment: tsNormal, Weight: 100, SliceNs: uint64(DefaultSlice(profiles.Normal))})

@@ -21,6 +21,8 @@ var stableKfuncs = []string{
 	"scx_bpf_pick_idle_cpu", "scx_bpf_task_cpu", "scx_bpf_dsq_nr_queued", "bpf_cpumask_create",
 	"bpf_cpumask_release", "bpf_cpumask_set_cpu", "bpf_cpumask_test_cpu", "bpf_cpumask_intersects",
 	"bpf_iter_scx_dsq_new", "bpf_iter_scx_dsq_next", "bpf_iter_scx_dsq_destroy",
+	// The tier's cgroup ancestry (6.12 has them all).
+	"scx_bpf_task_cgroup", "bpf_cgroup_ancestor", "bpf_cgroup_release",
 }
 
 // The moves out of a ceiling's pen: 6.13 names, and 6.12's.

@@ -61,6 +61,10 @@ func (c *config) orderString() string {
 			parts = append(parts, "normal")
 			continue
 		}
+		if c.Tier >= 0 && d == layerDSQBase+uint64(c.Tier) {
+			parts = append(parts, "besteffort")
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("layer%d", d-layerDSQBase))
 	}
 	return strings.Join(parts, ",")

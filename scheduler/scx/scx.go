@@ -36,6 +36,13 @@ type Backend struct {
 	// let them, whatever their cgroups' limits (see ceiling.go). For
 	// measuring what the ceilings cost or prevent.
 	NoCeilings bool
+
+	// BestEffort, when set, puts the tier in force (tier.go): the cgroup
+	// directory, in the cpu controller's hierarchy (a node's
+	// kubepods/besteffort, the rig's besteffort parent), whose tasks run
+	// only on CPUs nothing else wants, with a bounded starvation guard.
+	// "": no tier, BestEffort tasks compete as normal ones.
+	BestEffort string
 }
 
 // New returns the backend for the running kernel.

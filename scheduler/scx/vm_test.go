@@ -370,7 +370,7 @@ func TestVMKfuncWorkaround(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := setVariables(spec, cfg, defaultCeilingTick); err != nil {
+		if err := setVariables(spec, cfg, defaultCeilingTick, nil); err != nil {
 			t.Fatal(err)
 		}
 		ch, err := resolveKfuncs(spec, kernel)
@@ -546,27 +546,38 @@ func TestVMYieldNotStarved(t *testing.T) {
 			t.Logf("spinner stopped in %v", time.Since(start).Round(time.Millisecond))
 		})
 	}
-	yieldRuntime := func() uint64 {
+	// The yield layer's runtime and the default layer's preemptions (its
+	// spinners lose their CPUs at every spent slice, still runnable).
+	counters := func() (yield uint64, preempted uint64) {
 		st, err := a.Stats()
 		if err != nil {
 			explainEjection(t, a, tasks)
 			t.Fatal(err)
 		}
+		found := false
 		for _, g := range st {
-			if g.Group == "housekeeping" {
-				return g.RuntimeNs
+			switch g.Group {
+			case "housekeeping":
+				yield, found = g.RuntimeNs, true
+			case scheduler.Unmatched:
+				preempted = g.Preemptions
 			}
 		}
-		t.Fatal("no housekeeping group")
-		return 0
+		if !found {
+			t.Fatal("no housekeeping group")
+		}
+		return yield, preempted
 	}
 	time.Sleep(time.Second)
-	before := yieldRuntime()
+	before, p0 := counters()
 	time.Sleep(4 * time.Second)
-	after := yieldRuntime()
-	t.Logf("yield layer ran %v in 4 s under saturation", time.Duration(after-before))
+	after, p1 := counters()
+	t.Logf("yield layer ran %v in 4 s under saturation; the default layer was preempted %d times", time.Duration(after-before), p1-p0)
 	if after == before {
 		t.Errorf("the yield layer did not run in 4 s of saturation")
+	}
+	if p1 == p0 {
+		t.Errorf("the default layer's spinners were never preempted in 4 s of saturation: preemptions count lost CPUs of still-runnable tasks")
 	}
 	if s := state(t); s != "enabled" {
 		t.Errorf("state %q under saturation, want enabled", s)

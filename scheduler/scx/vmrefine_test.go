@@ -172,8 +172,16 @@ func (l stateLog) within(a, b time.Time) []stateAt {
 }
 
 // isStock says whether a ledger candidate is an arm without a profile:
-// under sched_ext, no scheduler attached.
+// stock, or tier only ("stock+tier").
 func isStock(candidate string) bool { return strings.HasPrefix(candidate, "stock") }
+
+// isDetached says whether a ledger candidate runs with no scheduler
+// attached under sched_ext: stock without the tier. Tier only is the
+// scheduler with no group and its BestEffort tier.
+func isDetached(candidate string) bool { return candidate == "stock" }
+
+// isTier says whether a ledger candidate runs with the tier in force.
+func isTier(candidate string) bool { return strings.HasSuffix(candidate, "+tier") }
 
 // doneTrial is a trial that ended with numbers: its last start and its end.
 type doneTrial struct {
@@ -265,7 +273,7 @@ func TestRefineRun(t *testing.T) {
 	}
 
 	// The scheduler in force during each trial, and between arms.
-	var attached, detached, reattached, preempting int
+	var attached, detached, reattached, preempting, tierTrials, tierServed int
 	bad := &problems{t: t, show: 6}
 	defer bad.close()
 	for i, tr := range trials {
@@ -275,7 +283,7 @@ func TestRefineRun(t *testing.T) {
 			continue
 		}
 		want := "enabled"
-		if isStock(tr.start.Candidate) {
+		if isDetached(tr.start.Candidate) {
 			want = "disabled"
 		}
 		for _, s := range in {
@@ -304,11 +312,25 @@ func TestRefineRun(t *testing.T) {
 		if pre > 0 {
 			preempting++
 		}
+		// With the tier and spinners, the spinners run in the tier's
+		// layer (found by cgroup ancestry), if only by the guard's turns.
+		if isTier(tr.start.Candidate) {
+			be, ok := tr.end.Groups[BestEffortLayer]
+			switch {
+			case !ok:
+				bad.add("trial %s (%s): the tier in force but no %s group in its stats %v", tr.start.Trial, tr.start.Candidate, BestEffortLayer, tr.end.Groups)
+			case tr.start.Bg > 0 && be.SwitchesPerS <= 0:
+				bad.add("trial %s (%s, bg %d): the tier's layer dispatched nothing: the spinners were not found in it", tr.start.Trial, tr.start.Candidate, tr.start.Bg)
+			case tr.start.Bg > 0:
+				tierServed++
+			}
+			tierTrials++
+		}
 		if i == 0 {
 			continue
 		}
 		prev := trials[i-1]
-		if isStock(prev.start.Candidate) || prev.start.Candidate == tr.start.Candidate {
+		if isDetached(prev.start.Candidate) || prev.start.Candidate == tr.start.Candidate {
 			continue
 		}
 		// Two profile arms in a row: the first was detached and the second
@@ -323,9 +345,9 @@ func TestRefineRun(t *testing.T) {
 		}
 		reattached++
 	}
-	// The scheduler counts a preemption where a latency group's waking
-	// thread takes a CPU from a lower layer (SCX_ENQ_PREEMPT): only a
-	// profile with such a group (the planted one) must show them.
+	// The scheduler counts a preemption where a task loses its CPU still
+	// runnable; the planted profile, whose workers share the CPUs with
+	// the compute pool and the spinners, must show them.
 	mechanism := os.Getenv("TEMPER_VMTEST_MECHANISM") == "1"
 	if mechanism && preempting == 0 {
 		t.Errorf("no profile trial has a preemption in its group stats")
@@ -366,8 +388,8 @@ func TestRefineRun(t *testing.T) {
 	if len(mech) == 0 {
 		mech = []string{"none (no step taken)"}
 	}
-	t.Logf("%d trials over %d profile arm(s) (%s); attached in all %d profile trials, detached in all %d stock trials, %d re-attaches between profile arms; group stats (dispatches, preemptions) in every profile trial, preemptions in %d; mechanism: %s",
-		len(trials), len(cands), strings.Join(counts, ", "), attached, detached, reattached, preempting, strings.Join(mech, "; "))
+	t.Logf("%d trials over %d profile arm(s) (%s); attached in all %d profile and tier trials, detached in all %d stock trials, %d re-attaches between attached arms; group stats (dispatches, preemptions) in every attached trial, preemptions in %d; %d trials with the tier, its layer served in the %d with spinners; mechanism: %s",
+		len(trials), len(cands), strings.Join(counts, ", "), attached, detached, reattached, preempting, tierTrials, tierServed, strings.Join(mech, "; "))
 }
 
 func orNote(n string) string {

@@ -9,7 +9,10 @@
 #                            scheduler attached for every profile trial and
 #                            detached between arms, the BPF scheduler's group stats
 #   e2e/train-redis          the same with Redis under redis-benchmark (only
-#                            where the image has them: /bin/redis-server)
+#                            where the image has them: /bin/redis-server), with
+#                            the seeds' three arms: stock (detached), tier only
+#                            (the scheduler with no group and its BestEffort
+#                            tier) and tier + profile
 #   e2e/refine-kill-detached refine SIGKILLed mid-trial: the kernel detaches the
 #                            scheduler, the target's threads are back on CFS
 #   e2e/refine-kill-reaped   apply --revert leaves no rig cgroup and no spinner
@@ -68,13 +71,15 @@ WATCH=$!
 sleep 1
 
 # train_check NAME DIR TRAIN-ARGS...: train with --backend sched_ext, the
-# ladder and the least final, then its checks.
+# ladder and the least final, then its checks; $TRAIN_TIER is --no-tier
+# (two arms) unless a part sets it empty (three).
+TRAIN_TIER=--no-tier
 train_check() {
 	local name=$1 dir=$2
 	shift 2
 	local t0=$(up)
 	echo "VMTEST INFO $name start uptime=$t0"
-	$T train --out $dir --backend sched_ext --no-tier --ladder $LADDER --final-n 4 --max-trials 36 \
+	$T train --out $dir --backend sched_ext $TRAIN_TIER --ladder $LADDER --final-n 4 --max-trials 36 \
 		--seed 16 --duration 5s -q "$@" >$dir.out 2>&1
 	local rc=$?
 	echo "VMTEST INFO $name: train exited $rc after $(awk -v a=$t0 -v b=$(up) 'BEGIN{printf "%.0f", b-a}') s; its last lines:"
@@ -167,6 +172,7 @@ kill_checks() {
 part kill && kill_checks
 
 if part redis && [ -x /bin/redis-server ]; then
+	TRAIN_TIER=
 	train_check train-redis $RF/redis --id redis --min-effect 20% --warmup 1s \
 		--bench 'redis-benchmark -h 127.0.0.1 -p 26500 -c 10 -n 2000 -t get --csv' \
 		-- redis-server --bind 127.0.0.1 --port 26500 --save '' --appendonly no --dir /tmp
