@@ -421,7 +421,11 @@ func (e *engine) sizeFinal(ns map[string]noise, bound bool) int {
 // of the effect the final tests).
 func (e *engine) pooled(xs map[int][][]sample) map[string]noise {
 	out := map[string]noise{}
-	for m, r := range e.noise {
+	for _, m := range e.sized() {
+		r, ok := e.noise[m]
+		if !ok {
+			r = noise{math.NaN(), 0} // no race measured it: the final's trials alone
+		}
 		var ss float64
 		df := 0
 		if !math.IsNaN(r.sigma) {
@@ -912,14 +916,19 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 
 // resize re-sizes the final after look k from the races' noise pooled
 // with the final's trials so far (pooled: within each arm, blind to the
-// effect), at its upper bound, as sizeFinal does: one more look, the
-// last, at that n, at least two trials per arm and level more than look
-// k and as many as the budget holds (stats.Sequential.Resize keeps the
-// α look k spent).
+// effect; the final's trials alone when no race measured it), at its
+// upper bound, as sizeFinal does: one more look, the last, at that n, at
+// least two trials per arm and level more than look k and as many as the
+// budget holds (stats.Sequential.Resize keeps the α look k spent). The
+// budget held the plan's last look, which is at least two more.
 func (e *engine) resize(seq stats.Sequential, k int, xs map[int][][]sample) (stats.Sequential, error) {
 	c := &e.cfg
 	have := seq.Looks[k]
 	ns := e.pooled(xs)
+	p := ns[c.Metric]
+	if math.IsNaN(p.sigma) {
+		return seq, nil // nothing measured the noise yet: the plan stands
+	}
 	n := max(e.sizeFinal(ns, true), have+2)
 	for n > have+2 && !e.fits(c.finalTrials(n)-c.finalTrials(have), 0) {
 		n -= 2
@@ -928,7 +937,6 @@ func (e *engine) resize(seq stats.Sequential, k int, xs map[int][][]sample) (sta
 	if err != nil {
 		return seq, err
 	}
-	p := ns[c.Metric]
 	was := seq.Looks[len(seq.Looks)-1]
 	e.res.FinalN, e.res.Noise = n, p.sigma
 	e.res.Detectable = stats.Detectable(p.sigma, n, c.MinEffect, c.Alpha, finalPower, len(c.Ladder), c.Dir)
