@@ -106,11 +106,12 @@ type carried struct {
 }
 
 // carry splits a round's candidates into those to race and those whose
-// carried estimate says they would not step.
-func (e *engine) carry(cands []Arm) (race []Arm, skip []carried) {
+// carried estimate says they would not step; keys[i] is cands[i]'s
+// realised kernel state (engine.distinct).
+func (e *engine) carry(cands []Arm, keys []string) (race []Arm, skip []carried) {
 	need := e.stepNeed()
-	for _, a := range cands {
-		est, ok := e.known.estimateOf(e, a)
+	for i, a := range cands {
+		est, ok := e.estimateOf(a, keys[i])
 		if ok && est.score < need {
 			skip = append(skip, carried{arm: a, est: est})
 			continue
@@ -120,17 +121,16 @@ func (e *engine) carry(cands []Arm) (race []Arm, skip []carried) {
 	return race, skip
 }
 
-// estimateOf is what is known of arm a against the current incumbent.
-func (k *knowledge) estimateOf(e *engine, a Arm) (estimate, bool) {
-	if key, err := e.realise(a); err == nil {
-		if est, ok := k.states[key]; ok {
-			return est, true
-		}
+// estimateOf is what is known of arm a, whose realised kernel state is
+// key, against the current incumbent.
+func (e *engine) estimateOf(a Arm, key string) (estimate, bool) {
+	if est, ok := e.known.states[key]; ok {
+		return est, true
 	}
 	if a.Step.Group == "" {
 		return estimate{}, false
 	}
-	est, ok := k.moves[moveOf(a.Step)]
+	est, ok := e.known.moves[moveOf(a.Step)]
 	return est, ok
 }
 

@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"temper.codes/temper-train/profiles"
@@ -81,9 +82,11 @@ type Result struct {
 	Stopped  string // why the hill climbing stopped
 	Trials   int
 	// Noise is the σ of one trial's log value the race measured
-	// (raceNoise; about the coefficient of variation), NaN before it
-	// measured any. FinalN is the final's n per arm and level, and
-	// Detectable the smallest effect it had 90% power for.
+	// (raceNoise; about the coefficient of variation), pooled with the
+	// final's first look when the final was re-sized there; NaN before it
+	// measured any. FinalN is the final's n per arm and level (its last
+	// look's, as re-sized after its first look), and Detectable the
+	// smallest effect it had 90% power for.
 	Noise      float64
 	FinalN     int
 	Detectable float64
@@ -152,6 +155,10 @@ type engine struct {
 	// their repeats (raceNoise).
 	ends   [][2]sample
 	racers []*racer
+	// noise is each sized metric's noise (the primary and the relative
+	// guards) pooled over the races so far: measured once a round
+	// (measureNoise), read by every sizing of the final.
+	noise map[string]noise
 	// known is what the races measured of each move and state, relative
 	// to the current incumbent (engine.remember), for engine.carry.
 	known knowledge
@@ -335,37 +342,124 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 	return e.final(ctx, stock, incumbent)
 }
 
+// noise is a metric's noise: the σ of one trial's log value (about its
+// coefficient of variation) and the degrees of freedom it was estimated
+// with; σ is NaN when too few repeats measured it.
+type noise struct {
+	sigma float64
+	df    int
+}
+
+// sized are the metrics the final is sized on: the primary and every
+// relative guard (a count's guard has no noise to size for).
+func (e *engine) sized() []string {
+	ms := []string{e.cfg.Metric}
+	for _, g := range e.cfg.Guards {
+		if !g.Count && g.Bound > 0 {
+			ms = append(ms, g.Metric)
+		}
+	}
+	return ms
+}
+
+// measureNoise pools each sized metric's noise over the races' repeats so
+// far (raceNoise) and keeps it on the engine: once per round, after its
+// race.
+func (e *engine) measureNoise() {
+	e.noise = map[string]noise{}
+	for _, m := range e.sized() {
+		sigma, df := raceNoise(e.ends, e.racers, m)
+		e.noise[m] = noise{sigma, df}
+	}
+	if p := e.noise[e.cfg.Metric]; !math.IsNaN(p.sigma) {
+		e.res.Noise = p.sigma
+	}
+}
+
 // finalN is the final's n per arm and level: Config.FinalN, or sized from
-// the noise measured so far for 90% power at 1.5× the minimum effect
-// (stats.FinalN) at the noise's 80% upper bound (noiseBound), and for
-// every relative guard's loss to be bounded within
-// its tolerance with 90% power when there is none (stats.NonInferiorN), at
-// least minFinalN and at most MaxN; 8 before any noise is measured.
-func (e *engine) finalN() int {
+// the races' noise at its upper bound (sizeFinal).
+func (e *engine) finalN() int { return e.sizeFinal(e.noise, true) }
+
+// sizeFinal is the final's n per arm and level for the noise measured:
+// Config.FinalN, or what gives 90% power at 1.5× the minimum effect
+// (stats.FinalN) and bounds every relative guard's loss within its
+// tolerance with 90% power when there is none (stats.NonInferiorN), at
+// each metric's noise, at its 80% upper bound (noiseBound) when bound is
+// set, else at the estimate; at least minFinalN and at most MaxN; 8
+// before the primary's noise is measured.
+func (e *engine) sizeFinal(ns map[string]noise, bound bool) int {
 	c := &e.cfg
 	if c.FinalN > 0 {
 		return c.FinalN
 	}
-	if math.IsNaN(e.res.Noise) || c.MinEffect == 0 {
+	at := func(x noise) float64 {
+		if bound {
+			return noiseBound(x.sigma, x.df)
+		}
+		return x.sigma
+	}
+	p, ok := ns[c.Metric]
+	if !ok || math.IsNaN(p.sigma) || c.MinEffect == 0 {
 		return 8
 	}
-	sigma, df := raceNoise(e.ends, e.racers, c.Metric)
-	if math.IsNaN(sigma) {
-		sigma, df = e.res.Noise, 3
-	}
-	n := stats.FinalN(noiseBound(sigma, df), c.MinEffect, c.Alpha, finalPower, len(c.Ladder), c.Dir)
+	n := stats.FinalN(at(p), c.MinEffect, c.Alpha, finalPower, len(c.Ladder), c.Dir)
 	// A kept profile must also bound every guard's loss at every level:
 	// n for that too, at each relative guard's own noise.
 	for _, g := range c.Guards {
 		if g.Count || g.Bound <= 0 {
 			continue
 		}
-		if sigma, df := raceNoise(e.ends, e.racers, g.Metric); sigma > 0 {
-			n = max(n, stats.NonInferiorN(noiseBound(sigma, df), g.Bound, c.Alpha, finalPower))
+		if x := ns[g.Metric]; x.sigma > 0 {
+			n = max(n, stats.NonInferiorN(at(x), g.Bound, c.Alpha, finalPower))
 		}
 	}
 	n += n % 2
 	return min(max(n, minFinalN), c.MaxN)
+}
+
+// pooled is the races' noise of each sized metric pooled with the
+// final's trials so far: each arm's log values at each level about their
+// own mean. Only the spread within an arm enters, never the difference
+// between the arms, so a final re-sized on it keeps its level (blinded
+// re-estimation: for normal noise the within-arm variance is independent
+// of the effect the final tests).
+func (e *engine) pooled(xs map[int][][]sample) map[string]noise {
+	out := map[string]noise{}
+	for _, m := range e.sized() {
+		r, ok := e.noise[m]
+		if !ok {
+			r = noise{math.NaN(), 0} // no race measured it: the final's trials alone
+		}
+		var ss float64
+		df := 0
+		if !math.IsNaN(r.sigma) {
+			ss, df = r.sigma*r.sigma*float64(r.df), r.df
+		}
+		for _, arms := range xs {
+			for _, arm := range arms {
+				var logs []float64
+				for _, x := range arm {
+					if v := x.metrics[m]; v > 0 {
+						logs = append(logs, math.Log(v))
+					}
+				}
+				if len(logs) < 2 {
+					continue
+				}
+				mu := stat.Mean(logs, nil)
+				for _, v := range logs {
+					ss += (v - mu) * (v - mu)
+				}
+				df += len(logs) - 1
+			}
+		}
+		if df < 3 {
+			out[m] = r
+			continue
+		}
+		out[m] = noise{math.Sqrt(ss / float64(df)), df}
+	}
+	return out
 }
 
 // noiseBound is the one-sided 80% upper bound of a noise σ estimated with
@@ -509,11 +603,11 @@ func (e *engine) climb(ctx context.Context, inc Arm) (*roundState, error) {
 	for i := range cands {
 		cands[i].Tier = inc.Tier
 	}
-	cands, same, err := e.distinct(inc, cands)
+	cands, keys, same, err := e.distinct(inc, cands)
 	if err != nil {
 		return nil, err
 	}
-	cands, carried := e.carry(cands)
+	cands, carried := e.carry(cands, keys)
 	r := &roundState{Round: Round{Index: e.round, Incumbent: inc.Hash, Candidates: len(cands), Rejected: rej, Unchanged: len(same), Carried: len(carried)}, arms: cands}
 	for _, x := range carried {
 		d := e.carriedDecision(x)
@@ -546,8 +640,9 @@ func (e *engine) climb(ctx context.Context, inc Arm) (*roundState, error) {
 	// with the rounds.
 	e.ends = append(e.ends, rr.ends...)
 	e.racers = append(e.racers, rr.racers...)
-	if n, df := raceNoise(e.ends, e.racers, c.Metric); !math.IsNaN(n) {
-		e.res.Noise = n
+	e.measureNoise()
+	if p := e.noise[c.Metric]; !math.IsNaN(p.sigma) {
+		n, df := p.sigma, p.df
 		e.env.Log("noise: %s varies %.1f%% (σ of log values pooled over the races' repeats: %d degrees of freedom so far); the final needs n=%d per arm and level",
 			c.Metric, 100*n, df, e.finalN())
 		// Refused only when even the noise's lower 95% bound is too much:
@@ -617,20 +712,18 @@ func (e *engine) alternatives() ([]Arm, []Rejected, error) {
 
 // distinct drops the candidates whose realised kernel state (Env.Realise)
 // equals the incumbent's or an earlier candidate's: running one would
-// measure an arm already measured. It returns what it kept and a line per
-// candidate dropped.
-func (e *engine) distinct(inc Arm, cands []Arm) ([]Arm, []string, error) {
+// measure an arm already measured. It returns what it kept, their
+// realised keys (keys[i] is kept[i]'s) and a line per candidate dropped.
+func (e *engine) distinct(inc Arm, cands []Arm) (kept []Arm, keys, same []string, err error) {
 	key, err := e.realise(inc)
 	if err != nil {
-		return nil, nil, fmt.Errorf("realise the incumbent %s: %w", inc.Hash, err)
+		return nil, nil, nil, fmt.Errorf("realise the incumbent %s: %w", inc.Hash, err)
 	}
 	seen := map[string]string{}
 	for k := range e.visited {
 		seen[k] = "an earlier incumbent"
 	}
 	seen[key] = "the incumbent"
-	var kept []Arm
-	var same []string
 	for _, a := range cands {
 		k, err := e.realise(a)
 		if err != nil {
@@ -644,8 +737,9 @@ func (e *engine) distinct(inc Arm, cands []Arm) ([]Arm, []string, error) {
 		}
 		seen[k] = a.Step.String()
 		kept = append(kept, a)
+		keys = append(keys, k)
 	}
-	return kept, same, nil
+	return kept, keys, same, nil
 }
 
 // realise is the arm's kernel state key (Env.Realise), with the tier
@@ -730,10 +824,19 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 		}
 	}
 	seq := stats.Sequential{Rule: e.rule(), Harm: c.Harm, Looks: looks(n)}
+	if c.FinalN == 0 {
+		// Sized from the noise: the first look falls at half the n the
+		// races' noise asks for at its estimate, and the last is re-sized
+		// there (resize) from the noise pooled with the first look's
+		// trials, at its upper bound. The bound on few degrees of freedom
+		// is what makes a final large; the first look needs none of it,
+		// since the power is the last look's.
+		seq.Looks = looks(min(max(e.sizeFinal(e.noise, false), 2*minFinalN), n))
+	}
 	if err := seq.Check(); err != nil {
 		return fmt.Errorf("final: %w", err)
 	}
-	e.planned = e.trials + c.finalTrials(n)
+	e.planned = e.trials + c.finalTrials(seq.Looks[len(seq.Looks)-1])
 	arms := []Arm{stock, refined}
 	base := stock
 	e.stage, e.step = StageFinal, stock.Step.Param+" vs refined"
@@ -751,7 +854,8 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 	var lk stats.Look
 	var rules []stats.GuardRule
 	var guards [][]stats.Pair
-	for k, nk := range seq.Looks {
+	for k := 0; k < len(seq.Looks); k++ {
+		nk := seq.Looks[k]
 		more, err := e.compareArms(ctx, fmt.Sprintf("final%d-%s", k+1, refined.Hash), arms, nk-prev)
 		if err != nil {
 			return err
@@ -771,6 +875,11 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 		e.res.Final = append(e.res.Final, d)
 		if lk.Outcome != stats.Continue {
 			break
+		}
+		if c.FinalN == 0 && k < len(seq.Looks)-1 {
+			if seq, err = e.resize(seq, k, xs); err != nil {
+				return err
+			}
 		}
 	}
 	e.res.Kept = lk.Outcome == stats.Keep
@@ -807,6 +916,37 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 		}
 	}
 	return nil
+}
+
+// resize re-sizes the final after look k from the races' noise pooled
+// with the final's trials so far (pooled: within each arm, blind to the
+// effect; the final's trials alone when no race measured it), at its
+// upper bound, as sizeFinal does: one more look, the last, at that n, at
+// least two trials per arm and level more than look k and as many as the
+// budget holds (stats.Sequential.Resize keeps the α look k spent). The
+// budget held the plan's last look, which is at least two more.
+func (e *engine) resize(seq stats.Sequential, k int, xs map[int][][]sample) (stats.Sequential, error) {
+	c := &e.cfg
+	have := seq.Looks[k]
+	ns := e.pooled(xs)
+	p := ns[c.Metric]
+	if math.IsNaN(p.sigma) {
+		return seq, nil // nothing measured the noise yet: the plan stands
+	}
+	n := max(e.sizeFinal(ns, true), have+2)
+	for n > have+2 && !e.fits(c.finalTrials(n)-c.finalTrials(have), 0) {
+		n -= 2
+	}
+	r, err := seq.Resize(k, n)
+	if err != nil {
+		return seq, err
+	}
+	was := seq.Looks[len(seq.Looks)-1]
+	e.res.FinalN, e.res.Noise = n, p.sigma
+	e.res.Detectable = stats.Detectable(p.sigma, n, c.MinEffect, c.Alpha, finalPower, len(c.Ladder), c.Dir)
+	e.planned = e.trials + c.finalTrials(n-have)
+	return r, e.note("final: re-sized after look %d from the noise pooled over the races and the final's %d trials per arm and level (%s %.1f%%, %d degrees of freedom, within each arm): the last look at n=%d per arm and level (planned n=%d)",
+		k+1, have, c.Metric, 100*p.sigma, p.df, n, was)
 }
 
 func (e *engine) stepOfFinal(base Arm) string {

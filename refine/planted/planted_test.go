@@ -63,7 +63,10 @@ type outcome struct {
 	kept    bool // Result.Kept: the refined profile beat stock
 	planted bool // kept, with an accepted step on alpha's slice_us and alpha's slice below the default in the refined profile
 	trials  int
-	wall    time.Duration
+	// final is the final's trials (both arms, every level) and looks how
+	// many of its looks ran: where the trials went.
+	final, looks int
+	wall         time.Duration
 }
 
 // scenario is one row of the table: what the benchmark plants and which
@@ -411,6 +414,12 @@ func (h *harness) run(ctx context.Context, sc scenario, i int) (outcome, *refine
 	if res != nil {
 		o.trials = res.Trials
 		o.kept = res.Kept
+		for _, d := range res.Final {
+			if d.Look != nil {
+				o.looks++
+				o.final = d.N[0] + d.N[1]
+			}
+		}
 	}
 	if err != nil {
 		return o, res, fmt.Errorf("%s run %d (seed %d): %w (ledger %s)", sc.name, i, seed, err, lw.Path())
@@ -613,13 +622,18 @@ func (r row) rate() string {
 func table(rows []row) string {
 	var b bytes.Buffer
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "scenario\truns\ttrials median/p90\tkept\tright param\trate (95% interval)\ttarget\tper trial")
+	fmt.Fprintln(w, "scenario\truns\ttrials median/p90\tfinal median/p90\t2nd look\tkept\tright param\trate (95% interval)\ttarget\tper trial")
 	for _, r := range rows {
-		var trials []int
+		var trials, final []int
+		second := 0
 		var wall time.Duration
 		kept, right := 0, 0
 		for _, o := range r.outcomes {
 			trials = append(trials, o.trials)
+			final = append(final, o.final)
+			if o.looks > 1 {
+				second++
+			}
 			wall += o.wall
 			if o.kept {
 				kept++
@@ -636,8 +650,8 @@ func table(rows []row) string {
 		if t := sum(trials); t > 0 {
 			per = (wall / time.Duration(t)).Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s/%s\t%d\t%d\t%s: %s\t%s\t%s\n", r.sc.name, runs, quantile(trials, 0.5), quantile(trials, 0.9),
-			kept, right, r.sc.what, r.rate(), r.sc.target, per)
+		fmt.Fprintf(w, "%s\t%s\t%s/%s\t%s/%s\t%d\t%d\t%d\t%s: %s\t%s\t%s\n", r.sc.name, runs, quantile(trials, 0.5), quantile(trials, 0.9),
+			quantile(final, 0.5), quantile(final, 0.9), second, kept, right, r.sc.what, r.rate(), r.sc.target, per)
 	}
 	w.Flush()
 	return b.String()

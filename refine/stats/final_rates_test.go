@@ -25,6 +25,10 @@ type finalSim struct {
 	guard func(rng *rand.Rand, g, l, n int, cand bool) []float64
 	sims  int
 	seed  uint64
+	// resize, when set, re-sizes the plan after its first look as the
+	// engine does (Sequential.Resize): to the n it returns for the
+	// primary metric's trials so far.
+	resize func(strata []Pair) int
 }
 
 type finalResult struct {
@@ -72,8 +76,9 @@ func (s finalSim) run(t *testing.T) finalResult {
 			gd[g] = make([]Pair, len(s.effect))
 		}
 		have := 0
-		for k, n := range s.plan.Looks {
-			add := n - have
+		plan := s.plan
+		for k := 0; k < len(plan.Looks); k++ {
+			add := plan.Looks[k] - have
 			for l, e := range s.effect {
 				scale := 1 + 2*float64(l)
 				strata[l].Base = append(strata[l].Base, lognormal(rng, add, s.cv, scale)...)
@@ -83,15 +88,22 @@ func (s finalSim) run(t *testing.T) finalResult {
 					gd[g][l].Cand = append(gd[g][l].Cand, s.guard(rng, g, l, add, true)...)
 				}
 			}
-			have = n
-			lk := s.plan.Look(k, strata, s.guards, gd)
+			have = plan.Looks[k]
+			lk := plan.Look(k, strata, s.guards, gd)
 			if lk.Outcome == Continue {
+				if k == 0 && s.resize != nil {
+					r, err := plan.Resize(0, max(s.resize(strata), have+2))
+					if err != nil {
+						t.Fatal(err)
+					}
+					plan = r
+				}
 				continue
 			}
 			if lk.Outcome == Keep {
 				res.keeps++
 			}
-			if k < len(s.plan.Looks)-1 {
+			if k < len(plan.Looks)-1 {
 				res.early++
 			}
 			break
@@ -145,6 +157,33 @@ func TestFinalFalseKeepRate(t *testing.T) {
 		pct(plan.Rule.MinEffect), plan.Looks, at.keeps, at.sims, at.rate(), lo, float64(at.trials)/float64(at.sims))
 	if lo > plan.Rule.Alpha {
 		t.Errorf("kept %.4f at a true effect equal to the minimum effect (lower bound %.4f > α %g)", at.rate(), lo, plan.Rule.Alpha)
+	}
+	// Re-sized after look 1 as the engine re-sizes (blind to the effect:
+	// from the spread of log values within each arm), the looks taken
+	// keeping the α they spent: the rate at the minimum effect holds.
+	within := func(strata []Pair) int {
+		var ss float64
+		df := 0
+		for _, p := range strata {
+			for _, x := range [][]float64{p.Base, p.Cand} {
+				var m float64
+				for _, v := range x {
+					m += math.Log(v) / float64(len(x))
+				}
+				for _, v := range x {
+					ss += (math.Log(v) - m) * (math.Log(v) - m)
+				}
+				df += len(x) - 1
+			}
+		}
+		return FinalN(math.Sqrt(ss/float64(df)), plan.Rule.MinEffect, plan.Rule.Alpha, 0.9, len(strata), plan.Rule.Dir)
+	}
+	rs := finalSim{plan: plan, cv: 0.10, effect: []float64{plan.Rule.MinEffect, plan.Rule.MinEffect}, sims: rateSims(4000), seed: 47, resize: within}.run(t)
+	lo = Proportion(rs.keeps, rs.sims, 0.90).Lo
+	t.Logf("true effect = min effect, re-sized after look 1 (within-arm noise, 90%% power): kept %d of %d (%.4f, lower bound %.4f), %.1f trials per arm and level",
+		rs.keeps, rs.sims, rs.rate(), lo, float64(rs.trials)/float64(rs.sims))
+	if lo > plan.Rule.Alpha {
+		t.Errorf("re-sized: kept %.4f at a true effect equal to the minimum effect (lower bound %.4f > α %g)", rs.rate(), lo, plan.Rule.Alpha)
 	}
 	for _, cv := range []float64{0.05, 0.10, 0.20} {
 		null := finalSim{plan: plan, cv: cv, effect: []float64{0, 0}, sims: rateSims(600), seed: 43}.run(t)

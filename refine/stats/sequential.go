@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	mstats "github.com/aclements/go-moremath/stats"
@@ -30,6 +31,12 @@ type Sequential struct {
 	Rule  Rule    // Alpha: one-sided level of the whole test; MinEffect: the gate; Dir; Metric
 	Harm  float64 // tolerated loss of the primary metric at each level (relative); the engine defaults it to MinEffect
 	Looks []int   // cumulative n per arm and level at each look, increasing, e.g. [4, 8]
+	// Taken is the cumulative α the looks already taken spent, when the
+	// plan was re-sized after them (Resize): those looks keep what they
+	// spent, the later ones spend by the spending function at their
+	// information fraction (Looks[k]/Looks[last]). Nil: every look spends
+	// by the spending function.
+	Taken []float64
 }
 
 // GuardRule is a guard metric of the final: its loss must be excluded
@@ -71,8 +78,8 @@ func (o Outcome) String() string {
 // Look is what one look of the final found.
 type Look struct {
 	Index   int          // 0-based
-	Alpha   float64      // this look's nominal one-sided level (Spend over Looks[k]/Looks[last])
-	Spent   float64      // the α spent by this look, cumulative (Spent(Rule.Alpha, Looks[k]/Looks[last]))
+	Alpha   float64      // this look's nominal one-sided level (SpendAt over Looks[k]/Looks[last])
+	Spent   float64      // the α spent by this look, cumulative (Taken[k], or Spent(Rule.Alpha, Looks[k]/Looks[last]))
 	Common  Common       // at confidence 1−2·Alpha
 	Harm    []Decision   // per stratum: NonInferior of the primary metric at Harm, alpha = Rule.Alpha, uncorrected
 	Guards  [][]Decision // [guard][stratum]: NonInferior at the guard's Bound, alpha = Rule.Alpha, uncorrected
@@ -104,6 +111,12 @@ func (s Sequential) Check() error {
 		}
 		prev = n
 	}
+	if len(s.Taken) >= len(s.Looks) {
+		return fmt.Errorf("final: %d looks taken of %d: the last look cannot be taken before it is planned: %w", len(s.Taken), len(s.Looks), ErrPlan)
+	}
+	if err := checkSpent(s.spent(), len(s.Looks)); err != nil {
+		return fmt.Errorf("final: α taken %v at looks %v: %v: %w", s.Taken, s.Looks, err, ErrPlan)
+	}
 	return nil
 }
 
@@ -115,6 +128,48 @@ func (s Sequential) fractions() []float64 {
 		t[i] = float64(n) / last
 	}
 	return t
+}
+
+// spent is the cumulative α each look spends: Taken for the looks already
+// taken, the spending function at the information fraction for the rest.
+func (s Sequential) spent() []float64 {
+	t := s.fractions()
+	out := make([]float64, len(t))
+	for k, tk := range t {
+		if k < len(s.Taken) {
+			out[k] = s.Taken[k]
+		} else {
+			out[k] = Spent(s.Rule.Alpha, tk)
+		}
+	}
+	return out
+}
+
+// Resize is the plan after look k (0-based, not the last) was taken, with
+// one more look, the last, at n trials per arm and level instead of the
+// looks planned after k: what a final re-sized from the noise of the
+// trials so far runs. The looks up to k keep the α they spent (Taken);
+// the last spends the rest, its boundary computed on the information
+// fractions the looks really have (SpendAt). The overall level stays
+// Rule.Alpha whatever n is, as long as n is chosen without looking at
+// the effect: from the noise within each arm, which for normal noise is
+// independent of the difference between the arms (blinded sample-size
+// re-estimation). Resize returns an error wrapping ErrPlan when n is not
+// beyond look k's n.
+func (s Sequential) Resize(k, n int) (Sequential, error) {
+	if err := s.Check(); err != nil {
+		return s, err
+	}
+	if k < 0 || k >= len(s.Looks)-1 {
+		return s, fmt.Errorf("final: re-size after look %d of %d: %w", k+1, len(s.Looks), ErrPlan)
+	}
+	if n <= s.Looks[k] {
+		return s, fmt.Errorf("final: re-size to n=%d after look %d at n=%d: %w", n, k+1, s.Looks[k], ErrPlan)
+	}
+	r := s
+	r.Taken = s.spent()[:k+1]
+	r.Looks = append(slices.Clone(s.Looks[:k+1]), n)
+	return r, r.Check()
 }
 
 // Look decides look k (0-based) of the final from the primary metric's
@@ -131,7 +186,8 @@ func (s Sequential) fractions() []float64 {
 // tolerance with one-sided 1−Rule.Alpha confidence (the loss's lower bound
 // beyond it); else it continues. The looks' information fractions are the
 // planned Looks, not the trials that arrived, so a short look does not
-// change the boundaries.
+// change the boundaries; after a Resize, the looks taken keep the α they
+// spent.
 func (s Sequential) Look(k int, strata []Pair, guards []GuardRule, guardData [][]Pair) Look {
 	if err := s.Check(); err != nil {
 		panic("stats: " + err.Error())
@@ -139,10 +195,10 @@ func (s Sequential) Look(k int, strata []Pair, guards []GuardRule, guardData [][
 	if k < 0 || k >= len(s.Looks) || len(guardData) != len(guards) {
 		panic(fmt.Sprintf("stats: look %d of %d with %d guards' data for %d guards", k, len(s.Looks), len(guardData), len(guards)))
 	}
-	t := s.fractions()
-	nominal := Spend(s.Rule.Alpha, t)[k]
+	spent := s.spent()
+	nominal := SpendAt(s.fractions(), spent)[k]
 	last := k == len(s.Looks)-1
-	lk := Look{Index: k, Alpha: nominal, Spent: Spent(s.Rule.Alpha, t[k]), Common: Stratified(strata, 1-2*nominal)}
+	lk := Look{Index: k, Alpha: nominal, Spent: spent[k], Common: Stratified(strata, 1-2*nominal)}
 	sign := s.Rule.Dir.sign()
 	gain := func(iv Interval) (worst, best float64) {
 		worst, best = sign*iv.Lo, sign*iv.Hi

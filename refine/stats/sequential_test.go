@@ -3,6 +3,7 @@ package stats
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -31,6 +32,48 @@ func TestSequentialCheck(t *testing.T) {
 	s.Rule.Dir = 0
 	if err := s.Check(); !errors.Is(err, ErrNoDirection) {
 		t.Errorf("no direction: %v", err)
+	}
+}
+
+// TestSequentialResize: a plan re-sized after its first look keeps the α
+// that look spent and spends the rest at its last look, whatever the new
+// n; an n not beyond the look taken, or a re-size at the last look, is
+// refused.
+func TestSequentialResize(t *testing.T) {
+	s := Sequential{Rule: Rule{Metric: "p99", Alpha: 0.05, MinEffect: 0.1, Dir: LowerIsBetter}, Harm: 0.1, Looks: []int{6, 12}}
+	for _, n := range []int{8, 12, 30} {
+		r, err := s.Resize(0, n)
+		if err != nil {
+			t.Fatalf("Resize(0, %d): %v", n, err)
+		}
+		if !slices.Equal(r.Looks, []int{6, n}) || len(r.Taken) != 1 || r.Taken[0] != Spent(0.05, 0.5) {
+			t.Errorf("Resize(0, %d) = looks %v taken %v, want [6 %d] taken [%g]", n, r.Looks, r.Taken, n, Spent(0.05, 0.5))
+		}
+		if sp := r.spent(); sp[1] != 0.05 {
+			t.Errorf("Resize(0, %d) spends %v, want the whole α by the last look", n, sp)
+		}
+		want := SpendAt([]float64{6 / float64(n), 1}, []float64{Spent(0.05, 0.5), 0.05})
+		rng := rand.New(rand.NewPCG(1, 2))
+		strata := []Pair{{Base: lognormal(rng, n, 0.1, 10), Cand: lognormal(rng, n, 0.1, 8)}}
+		for k := range 2 {
+			lk := r.Look(k, strata, nil, nil)
+			if math.Abs(lk.Alpha-want[k]) > 1e-12 || lk.Spent != r.spent()[k] {
+				t.Errorf("Resize(0, %d) look %d: nominal %g spent %g, want %g and %g", n, k+1, lk.Alpha, lk.Spent, want[k], r.spent()[k])
+			}
+		}
+	}
+	if s.Looks[1] != 12 {
+		t.Errorf("Resize changed the plan it was called on: %v", s.Looks)
+	}
+	for _, tc := range []struct{ k, n int }{{0, 6}, {0, 4}, {1, 20}, {-1, 20}} {
+		if _, err := s.Resize(tc.k, tc.n); !errors.Is(err, ErrPlan) {
+			t.Errorf("Resize(%d, %d): %v, want ErrPlan", tc.k, tc.n, err)
+		}
+	}
+	bad := s
+	bad.Taken = []float64{0.06}
+	if err := bad.Check(); !errors.Is(err, ErrPlan) {
+		t.Errorf("α taken beyond the whole α: Check %v, want ErrPlan", err)
 	}
 }
 

@@ -35,6 +35,30 @@ func Spend(alpha float64, t []float64) []float64 {
 	if err := checkFractions(t); err != nil {
 		panic("stats: " + err.Error())
 	}
+	spent := make([]float64, len(t))
+	for k, tk := range t {
+		spent[k] = Spent(alpha, tk)
+	}
+	return SpendAt(t, spent)
+}
+
+// SpendAt returns the nominal one-sided level of each look of a
+// group-sequential test whose looks are at information fractions t and
+// have spent spent[k] by look k (cumulative, increasing; the last is the
+// whole test's α), by Spend's recursion. Spend is SpendAt with spent from
+// the spending function at t. It is what a re-sized plan needs: a look
+// already taken keeps the α it spent, while the information fractions are
+// those actually reached (the look's n over the new last n), so the
+// later boundaries are computed on the correlation the looks really
+// have. Panics on t that is not increasing in (0, 1] or spent that is
+// not increasing in (0, 1).
+func SpendAt(t, spent []float64) []float64 {
+	if err := checkFractions(t); err != nil {
+		panic("stats: " + err.Error())
+	}
+	if err := checkSpent(spent, len(t)); err != nil {
+		panic("stats: " + err.Error())
+	}
 	out := make([]float64, len(t))
 	minStep := t[0]
 	for k := 1; k < len(t); k++ {
@@ -45,8 +69,7 @@ func Spend(alpha float64, t []float64) []float64 {
 	var grid, dens []float64     // sub-density of B(t_{k−1}) on paths still running
 	prevT, prevSpent := 0.0, 0.0
 	for k, tk := range t {
-		spent := Spent(alpha, tk)
-		inc := spent - prevSpent
+		inc := spent[k] - prevSpent
 		if k == 0 {
 			out[0] = inc
 			b := math.Sqrt(tk) * mstats.StdNormal.InvCDF(1-inc)
@@ -105,9 +128,23 @@ func Spend(alpha float64, t []float64) []float64 {
 			}
 			grid, dens = next, nd
 		}
-		prevT, prevSpent = tk, spent
+		prevT, prevSpent = tk, spent[k]
 	}
 	return out
+}
+
+func checkSpent(spent []float64, looks int) error {
+	if len(spent) != looks {
+		return fmt.Errorf("%d cumulative α for %d looks", len(spent), looks)
+	}
+	prev := 0.0
+	for _, x := range spent {
+		if !(x > prev && x < 1) {
+			return fmt.Errorf("cumulative α %v: want increasing in (0, 1)", spent)
+		}
+		prev = x
+	}
+	return nil
 }
 
 func checkFractions(t []float64) error {

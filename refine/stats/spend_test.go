@@ -58,13 +58,23 @@ func TestSpendMonteCarlo(t *testing.T) {
 	for _, tc := range []struct {
 		alpha float64
 		t     []float64
+		// spent, when set, is what each look spent (SpendAt): a plan
+		// re-sized after its first look, planned at 0.5 and now at t[0].
+		spent []float64
 	}{
-		{0.05, []float64{0.5, 1}},
-		{0.05, []float64{0.25, 0.5, 1}},
-		{0.025, []float64{0.25, 0.5, 0.75, 1}},
-		{0.05, []float64{0.2, 0.9, 0.95, 1}},
+		{0.05, []float64{0.5, 1}, nil},
+		{0.05, []float64{0.25, 0.5, 1}, nil},
+		{0.025, []float64{0.25, 0.5, 0.75, 1}, nil},
+		{0.05, []float64{0.2, 0.9, 0.95, 1}, nil},
+		{0.05, []float64{0.3, 1}, []float64{Spent(0.05, 0.5), 0.05}},
+		{0.05, []float64{0.8, 1}, []float64{Spent(0.05, 0.5), 0.05}},
 	} {
-		nominal := Spend(tc.alpha, tc.t)
+		if tc.spent == nil {
+			for _, tk := range tc.t {
+				tc.spent = append(tc.spent, Spent(tc.alpha, tk))
+			}
+		}
+		nominal := SpendAt(tc.t, tc.spent)
 		c := make([]float64, len(nominal))
 		for k, a := range nominal {
 			c[k] = mstats.StdNormal.InvCDF(1 - a)
@@ -93,12 +103,34 @@ func TestSpendMonteCarlo(t *testing.T) {
 		}
 		check("any look", total, tc.alpha)
 		prevSpent := 0.0
-		for k, tk := range tc.t {
-			s := Spent(tc.alpha, tk)
+		for k, s := range tc.spent {
 			check("look "+string(rune('1'+k)), cross[k], s-prevSpent)
 			prevSpent = s
 		}
 		t.Logf("α %g looks %v: nominal %.5f, crossed %.5f", tc.alpha, tc.t, nominal, float64(total)/paths)
+	}
+}
+
+// TestSpendAtIsSpend: with what the spending function spends at t, SpendAt
+// is Spend.
+func TestSpendAtIsSpend(t *testing.T) {
+	tt := []float64{0.3, 0.6, 1}
+	want := Spend(0.05, tt)
+	got := SpendAt(tt, []float64{Spent(0.05, 0.3), Spent(0.05, 0.6), 0.05})
+	for k := range want {
+		if math.Abs(got[k]-want[k]) > 1e-12 {
+			t.Errorf("look %d: SpendAt %g, Spend %g", k+1, got[k], want[k])
+		}
+	}
+	for _, bad := range [][]float64{nil, {0.02}, {0.03, 0.02}, {0.02, 1}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("SpendAt(%v, %v) did not panic", []float64{0.5, 1}, bad)
+				}
+			}()
+			SpendAt([]float64{0.5, 1}, bad)
+		}()
 	}
 }
 
