@@ -72,14 +72,17 @@ sleep 1
 
 # train_check NAME DIR TRAIN-ARGS...: train with --backend sched_ext, the
 # ladder and the least final, then its checks; $TRAIN_TIER is --no-tier
-# (two arms) unless a part sets it empty (three).
+# (two arms) unless a part sets it empty (three). $TRAIN_LADDER and
+# $TRAIN_MAX (default $LADDER and 36 trials) let a part whose synthesized
+# profile has many one-step moves keep its first rung inside the budget:
+# refine refuses a budget that cannot hold one rung and the final.
 TRAIN_TIER=--no-tier
 train_check() {
-	local name=$1 dir=$2
+	local name=$1 dir=$2 ladder=${TRAIN_LADDER:-$LADDER}
 	shift 2
 	local t0=$(up)
 	echo "VMTEST INFO $name start uptime=$t0"
-	$T train --out $dir --backend sched_ext $TRAIN_TIER --ladder $LADDER --final-n 4 --max-trials 36 \
+	$T train --out $dir --backend sched_ext $TRAIN_TIER --ladder $ladder --final-n 4 --max-trials ${TRAIN_MAX:-36} \
 		--seed 16 --duration 5s -q "$@" >$dir.out 2>&1
 	local rc=$?
 	echo "VMTEST INFO $name: train exited $rc after $(awk -v a=$t0 -v b=$(up) 'BEGIN{printf "%.0f", b-a}') s; its last lines:"
@@ -91,12 +94,17 @@ train_check() {
 		fail e2e/$name "train exited $rc without a ledger: $(tail -n 3 $dir.out | tr '\n' ' ')"
 		return
 	fi
-	rcheck $name TestRefineRun TEMPER_VMTEST_RUN_DIR=$dir/refine TEMPER_VMTEST_STATES=$RF/states.log TEMPER_VMTEST_LADDER=$LADDER
+	rcheck $name TestRefineRun TEMPER_VMTEST_RUN_DIR=$dir/refine TEMPER_VMTEST_STATES=$RF/states.log TEMPER_VMTEST_LADDER=$ladder
 }
 
+# The demo's synthesized profile has 8 to 29 one-step moves, depending on
+# what its 5 s trace shows under TCG: one level (two spinners) and 40 trials
+# hold the first rung of 29 and the final.
+TRAIN_LADDER=2 TRAIN_MAX=40
 part demo && train_check train-demo $RF/demo --id demo-workload \
 	--bench "/bin/demo-bench.sh $RF/demo.stats 1" --adapter jsonl --metric p50_ms --min-effect 20% --warmup 500ms \
 	-- /bin/workload --dir $RF --rate 200 --stats $RF/demo.stats
+TRAIN_LADDER= TRAIN_MAX=
 
 # ---- SIGKILL mid-trial, revert, resume ----
 # The planted profile puts the demo workload's request workers on spare
@@ -112,7 +120,9 @@ kill_checks() {
 	/bin/workload --dir $K --rate 200 --compute 2 --stats $K/wl.stats >$K/wl.out 2>&1 &
 	WLK=$!
 	sleep 1
-	kbench="/bin/demo-bench.sh $K/wl.stats 1"
+	# A 2 s window: the planted yield group waits up to the scheduler's 1 s
+	# starvation bound for a CPU, and a 1 s window could then see no request.
+	kbench="/bin/demo-bench.sh $K/wl.stats 2"
 	echo "VMTEST INFO refine-kill start uptime=$(up)"
 	$T refine /vmtest/refine.toml --pid $WLK --backend sched_ext --no-tier --out $K/run \
 		--bench "$kbench" --adapter jsonl --metric p50_ms --min-effect 2% \
