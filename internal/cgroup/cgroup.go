@@ -9,9 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +17,6 @@ import (
 	"time"
 
 	"temper.codes/temper-train/internal/mountinfo"
-	"temper.codes/temper-train/internal/procfs"
 )
 
 // ErrNoCPU is wrapped when no mounted hierarchy has the cpu controller.
@@ -277,52 +274,6 @@ func (d Dir) Move(pid int) error {
 		}
 	}
 	return nil
-}
-
-// Start starts cmd with its first instruction already in d, so that nothing
-// it forks runs outside: on v2 it is born there (clone3 with
-// CLONE_INTO_CGROUP); v1 has no such call, so the forking thread moves into
-// d for the fork and back after. Start locks the calling goroutine to its
-// thread while it works; a caller that sets Pdeathsig keeps it locked for the
-// child's lifetime (the kernel signals when the forking thread exits).
-func (d Dir) Start(cmd *exec.Cmd) error {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	if d.h.Version == 2 {
-		fd, err := os.Open(d.CPU)
-		if err != nil {
-			return fmt.Errorf("cgroup: %w", err)
-		}
-		defer fd.Close()
-		cmd.SysProcAttr.UseCgroupFD, cmd.SysProcAttr.CgroupFD = true, int(fd.Fd())
-		return cmd.Start()
-	}
-	tid := syscall.Gettid()
-	was, err := procfs.New("/proc").TaskCgroup(os.Getpid(), tid)
-	if err != nil {
-		return fmt.Errorf("cgroup: %w", err)
-	}
-	back := d.h.Top().Child(was.CPU())
-	if d.Cpuset != "" {
-		back.Cpuset = filepath.Join(d.h.Cpuset, was.V1["cpuset"])
-	}
-	if d.Acct != "" {
-		back.Acct = filepath.Join(d.h.Acct, was.V1["cpuacct"])
-	}
-	if err := d.moveThread(tid); err != nil {
-		return errors.Join(err, back.moveThread(tid))
-	}
-	startErr := cmd.Start()
-	if err := back.moveThread(tid); err != nil {
-		// The thread stays in d: a later fork on it would land there too.
-		// Ending the thread (returning locked) is the safe way out.
-		runtime.LockOSThread()
-		return errors.Join(startErr, err)
-	}
-	return startErr
 }
 
 // moveThread moves one thread into d (v1 only: its tasks files).
