@@ -182,8 +182,7 @@ func (l *Live) tier() func(bool) error {
 		return nil
 	case l.Backend.Name() == cfs.Name:
 		return l.Rig.Tier
-	}
-	if _, ok := l.Backend.(scheduler.Tiered); ok {
+	case l.tiered() != nil:
 		return func(on bool) error {
 			l.tierOn.Store(on)
 			return nil
@@ -192,11 +191,21 @@ func (l *Live) tier() func(bool) error {
 	return nil
 }
 
+// tiered is the backend when its scheduler has the tier itself
+// (scheduler.Tiered) and there is a rig whose BestEffort pods it treats;
+// nil otherwise.
+func (l *Live) tiered() scheduler.Tiered {
+	if t, ok := l.Backend.(scheduler.Tiered); ok && l.Rig != nil {
+		return t
+	}
+	return nil
+}
+
 // Scheduler applies profiles to the target through the backend, as
 // refine's arms.
 func (l *Live) Scheduler() refine.Scheduler {
 	s := &liveScheduler{backend: l.Backend, topo: l.Topology, tgt: l.Target}
-	if t, ok := l.Backend.(scheduler.Tiered); ok && l.Rig != nil && l.Backend.Name() != cfs.Name {
+	if t := l.tiered(); t != nil {
 		s.tiered, s.tierOn, s.besteffort = t, &l.tierOn, l.Rig.BestEffort().CPU
 	}
 	return s
