@@ -128,7 +128,7 @@ clean:
 # guard vetoes, errors from none, α-spending across looks, the stratified
 # interval's coverage, the U test's size; and the whole engine's false keeps
 # and power.
-RATE_TESTS = ^(TestFalseAcceptRate|TestPower|TestErrorsGuardFromNone|TestNonInferiorN|TestFinalFalseKeepRate|TestFinalPowerRate|TestFinalHarmRate|TestFinalGuardRate|TestFinalErrorsRate|TestSpendMonteCarlo|TestStratifiedCoverage|TestUTestSize)$$
+RATE_TESTS = ^(TestFalseAcceptRate|TestPower|TestErrorsGuardFromNone|TestNonInferiorN|TestFinalFalseKeepRate|TestFinalPowerRate|TestFinalHarmRate|TestFinalGuardRate|TestFinalErrorsRate|TestSpendMonteCarlo|TestStratifiedCoverage|TestUTestSize|TestEquivalenceFalseClaimRate|TestEquivalencePower)$$
 stats-rates:
 	$(GO) test -count=1 -run '$(RATE_TESTS)' -v ./refine ./refine/stats
 

@@ -163,7 +163,7 @@ func Refine(ctx context.Context, tgt *target.Target, path string, opts RefineOpt
 	}
 	live.Version, live.Log, live.Progress, live.Rig = opts.Version, logf, opts.Progress, opts.Rig
 	if old == nil {
-		cfg.Tier = live.TierArm(opts.NoTier, note)
+		cfg.Tier = live.TierArm(opts.NoTier || cfg.Equivalence > 0, note)
 	}
 	if old != nil {
 		// Trials of two experiments never mix in one ledger: the same

@@ -27,7 +27,11 @@ func (r *RefineRun) Report(w io.Writer) error {
 	if !math.IsNaN(res.Noise) && res.Noise > 0 {
 		fmt.Fprintf(w, "noise     %s %.1f%% per trial (pooled over the races); final n=%d per arm and level, detects ≥ %.1f%% (90%% power)\n", metric, 100*res.Noise, res.FinalN, 100*res.Detectable)
 	}
-	fmt.Fprintf(w, "hill climbing: %d round(s), %d step(s) taken; %s\n", len(res.Rounds), len(res.Accepted), res.Stopped)
+	if r.Config.Equivalence > 0 {
+		fmt.Fprintf(w, "equivalence check within ±%g%%: %s\n", 100*r.Config.Equivalence, res.Equivalence)
+	} else {
+		fmt.Fprintf(w, "hill climbing: %d round(s), %d step(s) taken; %s\n", len(res.Rounds), len(res.Accepted), res.Stopped)
+	}
 	for _, s := range res.Accepted {
 		fmt.Fprintf(w, "  step  %s\n", s)
 	}
@@ -40,6 +44,10 @@ func (r *RefineRun) Report(w io.Writer) error {
 	fmt.Fprintf(w, "trials    %d\n", res.Trials)
 	fmt.Fprintf(w, "ledger    %s\n", r.Ledger)
 	fmt.Fprintf(w, "report    %s\n", filepath.Join(r.Dir, report.File))
+	if r.Refined == "" && r.Config.Equivalence > 0 {
+		_, err := fmt.Fprintf(w, "refined   none: an equivalence check searches nothing\n")
+		return err
+	}
 	if r.Refined == "" {
 		base := cmp.Or(res.Reference, "stock CFS")
 		if r.Config.Tier {

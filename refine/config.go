@@ -50,6 +50,16 @@ type Config struct {
 	Harm float64 `json:"harm,omitempty"`
 	// MaxN caps FinalN.
 	MaxN int `json:"max_n"`
+	// Equivalence, when > 0, makes the run an equivalence check instead of
+	// a search: no hill climbing; the input profile against the reference
+	// on fresh trials until the common effect on Metric is shown within
+	// ±Equivalence (two one-sided tests at Alpha, group-sequential), shown
+	// beyond it, or the budget or MaxN ends it. It answers "does this
+	// profile do no harm?", which the superiority final cannot: that one
+	// stops as soon as MinEffect is out of reach. A profile that changes
+	// nothing in the kernel on the backend is equivalent by construction
+	// and runs no trials.
+	Equivalence float64 `json:"equivalence,omitempty"`
 
 	MaxTrials int           `json:"max_trials"`
 	MaxTime   time.Duration `json:"max_time"`
@@ -102,6 +112,11 @@ func (c *Config) Defaults() {
 	}
 	set(&c.RaceN, 1)
 	set(&c.Eta, 3)
+	if c.Equivalence > 0 {
+		// A margin of a few percent at real servers' noise needs
+		// hundreds of trials per arm; the budget bounds it.
+		set(&c.MaxN, 400)
+	}
 	set(&c.MaxN, 40)
 	set(&c.MaxRounds, 10)
 	if c.Alpha == 0 {
@@ -142,6 +157,12 @@ func (c *Config) Check() error {
 		return fmt.Errorf("min effect %v: want 0 ≤ min effect < 1 (a fraction: 0.05 is 5%%)", c.MinEffect)
 	case !(c.Harm > 0 && c.Harm < 1):
 		return fmt.Errorf("harm tolerance %v: want 0 < tolerance < 1 (a fraction; a tolerance of 0 cannot be shown by any finite n)", c.Harm)
+	case !(c.Equivalence >= 0 && c.Equivalence < 1):
+		return fmt.Errorf("equivalence margin %v: want 0 < margin < 1 (a fraction: 0.03 is ±3%%), or 0 for a search", c.Equivalence)
+	case c.Equivalence > 0 && c.Tier:
+		return errors.New("an equivalence check compares the profile with the reference alone: it measures no tier arm")
+	case c.Equivalence > 0 && c.CalibrationN > 0:
+		return errors.New("an equivalence check is its own A/B on fresh trials: it runs no calibration")
 	case c.MaxTrials < 0 || c.MaxTime < 0:
 		return errors.New("budget: the maximum trials and time must be ≥ 0")
 	}

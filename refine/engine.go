@@ -90,7 +90,11 @@ type Result struct {
 	Noise      float64
 	FinalN     int
 	Detectable float64
-	Notes      []string
+	// Equivalence is what an equivalence check (Config.Equivalence) found:
+	// "equivalent", "different", "not shown", or "identical" when the
+	// profile's kernel state is the reference's; "" for a search.
+	Equivalence string
+	Notes       []string
 }
 
 // Calibration is the A/A noise at one background level.
@@ -263,6 +267,10 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 	incumbent.Tier = c.Tier
 	if f, bad := profiles.FirstError(e.env.Lint(base)); bad {
 		return fmt.Errorf("input profile: %s; nothing was changed", f)
+	}
+	if c.Equivalence > 0 {
+		e.res.Refined = base
+		return e.equivalence(ctx, stock, incumbent)
 	}
 	cands, rej, err := Candidates(base, e.env.Lint)
 	if err != nil {

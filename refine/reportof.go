@@ -112,9 +112,15 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 	tierKey := StockHash + TierSuffix
 	refinedHash := ""
 	r.Noise = math.NaN()
+	if cfg.Equivalence > 0 {
+		r.Equivalence = &report.Equivalence{Margin: cfg.Equivalence, Finding: "not shown", Reason: "the run did not finish"}
+	}
 	for _, d := range l.Decisions {
 		if d.Stage != StageFinal {
 			continue
+		}
+		if r.Equivalence != nil && d.Bg == ledger.AllLevels {
+			r.Equivalence.Finding, r.Equivalence.Reason = d.Verdict, d.Reason
 		}
 		if d.Candidate == tierKey {
 			r.Tier = true
@@ -184,6 +190,10 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 				continue
 			}
 			delta := &report.Delta{NBase: d.N[0], NCand: d.N[1], Effect: d.Effect.Stats(), P: float64(d.P)}
+			if d.Verdict == verdictDescribed && cfg.Equivalence > 0 {
+				lv.Delta = delta // the input profile against the reference
+				continue
+			}
 			if d.Verdict == verdictDescribed {
 				// Tier only or tier + refined against the reference:
 				// the latter is the product.

@@ -24,6 +24,9 @@ type Settings struct {
 	// Harm is the loss of the primary metric tolerated at any level, as
 	// ParsePercent reads it; "" is the minimum effect.
 	Harm string
+	// Equivalence is the margin of an equivalence check, as ParsePercent
+	// reads it; "" runs a search.
+	Equivalence string
 	// Guards are METRIC:BOUND (ParseGuard); a guard on Config.Metric itself
 	// is dropped, the primary metric being decided on already.
 	Guards []string
@@ -34,7 +37,7 @@ type Settings struct {
 }
 
 // SettingError is a setting Parse cannot read: Setting names the Settings
-// field ("MinEffect", "Harm", "Guards", "Ladder") or "Metric" for a metric whose
+// field ("MinEffect", "Harm", "Equivalence", "Guards", "Ladder") or "Metric" for a metric whose
 // direction is unknown. The command maps it to its flag.
 type SettingError struct {
 	Setting string
@@ -65,6 +68,14 @@ func (s Settings) Parse() (Config, error) {
 		}
 		if c.Harm == 0 {
 			return c, &SettingError{"Harm", fmt.Errorf("0%%: no finite number of trials can show that nothing at all was lost; tolerate a loss such as 2%%")}
+		}
+	}
+	if s.Equivalence != "" {
+		if c.Equivalence, err = ParsePercent(s.Equivalence); err != nil {
+			return c, &SettingError{"Equivalence", err}
+		}
+		if !(c.Equivalence > 0 && c.Equivalence < 1) {
+			return c, &SettingError{"Equivalence", fmt.Errorf("%q: want a margin above 0 and below 100%%, e.g. 3%%", s.Equivalence)}
 		}
 	}
 	for _, g := range s.Guards {

@@ -63,8 +63,11 @@ type Realised struct {
 // equal keys put the kernel in the same state for the same threads. It
 // holds the backend, the plan's settings and each group's matchers and
 // settings in order; group names and notes are left out (they change
-// nothing in the kernel).
+// nothing in the kernel). A realisation that sets nothing is UnchangedKey.
 func (r Realised) Key() string {
+	if !r.Changes() {
+		return UnchangedKey
+	}
 	var b strings.Builder
 	b.WriteString("backend=" + r.Backend + "\n")
 	writeSettings(&b, "plan", r.Settings)
@@ -72,6 +75,25 @@ func (r Realised) Key() string {
 		writeSettings(&b, "group "+matchKey(g.Match), g.Settings)
 	}
 	return b.String()
+}
+
+// UnchangedKey is the key of every realisation that sets nothing (Changes
+// is false): whatever its groups' matchers, the kernel is left as it was,
+// so all such profiles, and no profile at all, are one state.
+const UnchangedKey = "unchanged: nothing set"
+
+// Changes says whether the realisation sets anything: a plan setting or a
+// group's.
+func (r Realised) Changes() bool {
+	if len(r.Settings) > 0 {
+		return true
+	}
+	for _, g := range r.Groups {
+		if len(g.Settings) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // matchKey spells a group's matchers canonically: the kinds it uses in

@@ -42,6 +42,7 @@ type refineFlags struct {
 	alpha      float64
 	minEffect  string
 	harm       string
+	equiv      string
 	ledger     string
 	resume     string
 	out        string
@@ -177,6 +178,7 @@ func (f *refineFlags) register(cmd *cobra.Command) {
 	fl.IntVar(&f.n[0], "calibration-n", 0, "before the search, stock against itself (A/A) this many runs per arm and level: a measured false accept (even; 0: none)")
 	fl.IntVar(&f.n[1], "race-n", 1, "runs per candidate in the first rung of a round's race (each later rung: 3× the runs, a third of the candidates)")
 	fl.IntVar(&f.n[2], "final-n", 0, "fresh runs per arm and level of the final comparison at its last look (even; 0: sized from the noise the race measures)")
+	fl.StringVar(&f.equiv, "equivalence", "", "instead of a search, check that the profile changes --metric by no more than this either way against stock (e.g. 3%): two one-sided tests on fresh trials, sized from the noise, within the budget; no tier arm")
 	fl.StringVar(&f.harm, "harm", "", "the loss of the metric tolerated at any background level (default: the minimum effect)")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line")
 	fl.DurationVar(&f.waitLock, "wait-lock", 0, "wait up to this long for another run that owns this node's scheduling state (0: refuse at once)")
@@ -398,10 +400,10 @@ func refineFlagError(err error, run *pipeline.RefineRun) error {
 func (f *refineFlags) config() (refine.Config, error) {
 	c, err := refine.Settings{Config: refine.Config{Metric: f.metric, Alpha: f.alpha, MaxTrials: f.maxTrials, MaxTime: f.maxTime,
 		Warmup: f.warmup, Seed: f.seed, CalibrationN: f.n[0], RaceN: f.n[1], FinalN: f.n[2]},
-		MinEffect: f.minEffect, Harm: f.harm, Guards: f.guards, Ladder: f.ladder, Background: f.background}.Parse()
+		MinEffect: f.minEffect, Harm: f.harm, Equivalence: f.equiv, Guards: f.guards, Ladder: f.ladder, Background: f.background}.Parse()
 	var se *refine.SettingError
 	if errors.As(err, &se) {
-		flag := map[string]string{"Metric": "--metric: ", "MinEffect": "--min-effect: ", "Harm": "--harm: ", "Guards": "--guard ", "Ladder": "--ladder "}
+		flag := map[string]string{"Metric": "--metric: ", "MinEffect": "--min-effect: ", "Harm": "--harm: ", "Equivalence": "--equivalence: ", "Guards": "--guard ", "Ladder": "--ladder "}
 		return c, fmt.Errorf("%s%w", flag[se.Setting], se.Err)
 	}
 	if errors.Is(err, refine.ErrBudget) {

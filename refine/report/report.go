@@ -85,9 +85,21 @@ type Report struct {
 	// looks, in order (empty: no final ran).
 	Kept  bool
 	Looks []Look
+	// Equivalence is set for an equivalence check (no search): the input
+	// profile against the reference within ±Margin; Looks are its looks.
+	Equivalence *Equivalence
 
 	Caveats []string // beyond the ones the report states itself
 	Notes   []string // re-run trials, reaped spinners, noise warnings
+}
+
+// Equivalence is what an equivalence check found.
+type Equivalence struct {
+	Margin float64 // relative, either way
+	// Finding: "equivalent", "different", "not shown", or "identical"
+	// (the profile's kernel state is the reference's: no trial ran).
+	Finding string
+	Reason  string // one line: why
 }
 
 // Arm is one side of the comparisons: stock CFS, the input profile, the
@@ -221,7 +233,7 @@ type Look struct {
 	Effect       stats.Interval // common relative shift cand/base − 1
 	Confidence   float64        // of Effect's interval
 	P            float64        // one-sided, held to Alpha
-	Outcome      string         // "continue", "keep", "drop"
+	Outcome      string         // "continue", "keep", "drop"; an equivalence check's: "continue", "equivalent", "different", "not shown"
 	Reason       string
 }
 

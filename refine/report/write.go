@@ -70,7 +70,9 @@ func (r Report) Markdown(w io.Writer) {
 	}
 	p("# %s\n\n", title)
 	ref := r.armName(r.DeltaBase)
-	switch {
+	switch eq := r.Equivalence; {
+	case eq != nil:
+		p("**%s** (an equivalence check within ±%s on %s, no search): %s.\n\n", equivalenceHead(eq.Finding), pct(eq.Margin), r.Rule.Metric, eq.Reason)
 	case r.Kept && r.Refined != "":
 		p("**Kept**: the refined profile beat %s in the final test on fresh trials; written to `%s`.\n\n", ref, r.Refined)
 	case r.Kept:
@@ -381,9 +383,17 @@ func (r Report) final(w io.Writer) {
 	}
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	looks := r.Looks[len(r.Looks)-1].Of
-	p("## Final: %s against %s\n\n", r.armName(len(r.Arms)-1), r.armName(r.DeltaBase))
-	p("The one confirmatory test, on fresh trials: one stratified rank test of a common effect on %s, the background levels its strata, with up to %s. Each look's one-sided p is held to that look's nominal α from the α-spending rule (α = %g in all), printed beside it; `~`: no significant difference at that look. Each level's non-inferiority checks are in the ladder above.\n\n",
-		r.Rule.Metric, Count(looks, "look"), r.Rule.Alpha)
+	if eq := r.Equivalence; eq != nil {
+		p("## Equivalence: %s against %s\n\n", r.armName(len(r.Arms)-1), r.armName(r.DeltaBase))
+		p("Two one-sided tests of a common effect on %s, the background levels strata of one stratified rank test, with up to %s: equivalent when the look's interval at 1 − 2α lies within ±%s, different when it lies wholly beyond, each look's α from the α-spending rule (α = %g each side in all). The last look was sized after the first from the noise within each arm, blind to the difference.\n\n",
+			r.Rule.Metric, Count(looks, "look"), pct(eq.Margin), r.Rule.Alpha)
+	} else {
+		p("## Final: %s against %s\n\n", r.armName(len(r.Arms)-1), r.armName(r.DeltaBase))
+	}
+	if r.Equivalence == nil {
+		p("The one confirmatory test, on fresh trials: one stratified rank test of a common effect on %s, the background levels its strata, with up to %s. Each look's one-sided p is held to that look's nominal α from the α-spending rule (α = %g in all), printed beside it; `~`: no significant difference at that look. Each level's non-inferiority checks are in the ladder above.\n\n",
+			r.Rule.Metric, Count(looks, "look"), r.Rule.Alpha)
+	}
 	p("| look | n | Δ %s | interval | p | nominal α | α spent | outcome |\n|---|---|---|---|---|---|---|---|\n", r.Rule.Metric)
 	var fn footnotes
 	for _, l := range r.Looks {
@@ -392,7 +402,7 @@ func (r Report) final(w io.Writer) {
 			iv += " at " + pct(l.Confidence)
 		}
 		outcome := orDash(l.Outcome)
-		if l.Outcome == "keep" {
+		if l.Outcome == "keep" || l.Outcome == "equivalent" {
 			outcome = "**keep**"
 		}
 		p("| %d of %d | %d+%d | %s | %s | %s | %s | %s | %s |\n", l.Index, l.Of, l.N[0], l.N[1], shift(l.Effect.Center, l.P, l.Alpha), iv,
@@ -403,6 +413,20 @@ func (r Report) final(w io.Writer) {
 		p("\nLook %d of %d: %s\n", last.Index, last.Of, last.Reason)
 	}
 	p("\n")
+}
+
+// equivalenceHead is an equivalence check's finding as REPORT.md's first
+// words.
+func equivalenceHead(finding string) string {
+	switch finding {
+	case "equivalent":
+		return "Equivalent"
+	case "different":
+		return "Different"
+	case "identical":
+		return "Identical kernel state"
+	}
+	return "Equivalence not shown"
 }
 
 func (r Report) races(w io.Writer) {
