@@ -1331,24 +1331,24 @@ func (e *engine) record(d *ledger.Decision) error {
 
 // mechanism checks that the group the step changes moved the way the step
 // predicts: a group favoured more is preempted less, a group favoured less
-// more. Involuntary preemptions per second of the group, per trial, are
-// compared across the arms with the same test as the metric.
+// more. Involuntary preemptions per run of the group (preemptsPerRun), per
+// trial, are compared across the arms with the same test as the metric.
 func (e *engine) mechanism(s Step, p *pair) *ledger.Mechanism {
 	if s.Group == "" {
 		return nil
 	}
-	m := &ledger.Mechanism{Group: s.Group, Counter: "preempts_per_s"}
+	m := &ledger.Mechanism{Group: s.Group, Counter: "preempts_per_run"}
 	var a, b []float64
 	for side, xs := range p {
 		for _, x := range xs {
-			r, ok := x.groups[s.Group]
+			v, ok := preemptsPerRun(x.groups, s.Group)
 			if !ok {
 				continue
 			}
 			if side == 0 {
-				a = append(a, r.PreemptsPerS)
+				a = append(a, v)
 			} else {
-				b = append(b, r.PreemptsPerS)
+				b = append(b, v)
 			}
 		}
 	}
@@ -1361,7 +1361,7 @@ func (e *engine) mechanism(s Step, p *pair) *ledger.Mechanism {
 		m.Predicted = "change"
 	}
 	if len(a) < 2 || len(b) < 2 {
-		m.Note = "no scheduler stats for the group in both arms"
+		m.Note = "no scheduler stats or no dispatches of the group in two trials of each arm"
 		return m
 	}
 	cmp := stats.Compare(a, b, 1-e.cfg.Alpha)
@@ -1376,6 +1376,20 @@ func (e *engine) mechanism(s Step, p *pair) *ledger.Mechanism {
 		m.Moved = sig
 	}
 	return m
+}
+
+// preemptsPerRun is the share of a group's dispatches in one trial that
+// ended in an involuntary preemption, and false for a trial without
+// scheduler stats or dispatches of the group. Per run, not per second: the
+// count per second grows with the time the group runs, so a step that
+// favours a group that seldom ran (yield → normal) raises it even when each
+// run is cut short less often.
+func preemptsPerRun(groups map[string]ledger.GroupRates, group string) (float64, bool) {
+	r, ok := groups[group]
+	if !ok || r.SwitchesPerS <= 0 {
+		return 0, false
+	}
+	return r.PreemptsPerS / r.SwitchesPerS, true
 }
 
 func values(xs []sample, metric string) []float64 {

@@ -61,6 +61,55 @@ func TestYieldRules(t *testing.T) {
 	}
 }
 
+// TestBatchRules: a compute group without a hot thread is batch unless a
+// favoured group waits on it (the yield rule's waitedOn): the demo's
+// acceptor, which wakes the workers every request, made batch under
+// sched_ext (a strict tier behind latency and normal work) cost 90% of the
+// throughput.
+func TestBatchRules(t *testing.T) {
+	classes := map[int]analyze.Class{1: analyze.ClassSyncCompute, 2: analyze.ClassLatencyCritical, 3: analyze.ClassSporadic}
+	app := func(compute th) *analyze.Analysis {
+		return mkAnalysis(classes,
+			th{tid: 9, tgid: 9, comm: "init", cluster: 3},
+			compute,
+			th{tid: 3, tgid: 1, comm: "worker", cluster: 2, share: 0.2})
+	}
+	acceptor := th{tid: 2, tgid: 1, comm: "acceptor", cluster: 1, share: 0.1}
+	cases := []struct {
+		name  string
+		a     *analyze.Analysis
+		want  profiles.Treatment
+		arith string
+	}{
+		{"compute that no favoured group waits on is batch", app(acceptor),
+			profiles.Batch, "no thread at ≥ 0.3 CPU: a reserved core would sit mostly idle, so batch treatment; wakes no favoured thread"},
+		{"a waker of a favoured thread is normal", wakes(app(acceptor), 2, 3, 1000),
+			profiles.Normal, "no thread at ≥ 0.3 CPU, but normal, not batch: it wakes favoured threads: acceptor/2 → worker/3 (group latency-critical, 1000 wakeups)"},
+		{"being woken by a favoured thread is fine", wakes(app(acceptor), 3, 2, 1000),
+			profiles.Batch, "so batch treatment"},
+		{"the main thread of a favoured process is normal",
+			app(th{tid: 1, tgid: 1, comm: "server", cluster: 1, share: 0.1}),
+			profiles.Normal, "normal, not batch: it holds the main thread server of process 1, whose threads in group latency-critical are favoured"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Profile(c.a, Options{ID: "x", Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(r.Profile.ThreadGroups, func(g profiles.ThreadGroup) bool { return g.Name == "compute" })
+			if i < 0 {
+				t.Fatalf("no compute group: %q", summary(r.Profile))
+			}
+			g := r.Profile.ThreadGroups[i]
+			if g.Treatment != c.want || !strings.Contains(g.Evidence.Arithmetic, c.arith) {
+				t.Errorf("compute: %s, %q; want %s, %q", g.Treatment, g.Evidence.Arithmetic, c.want, c.arith)
+			}
+			checkProfile(t, c.a, r)
+		})
+	}
+}
+
 // TestLoadGenerator: a group most of whose wakeups come from one process
 // outside the target marks a load generator on the node; then nothing is
 // favoured and no cpuset changes.

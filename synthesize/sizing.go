@@ -90,7 +90,8 @@ func profileWeight(t profiles.Treatment) int {
 //     (memcached's dispatcher accepted no connection in its 5 s trace and
 //     accepts every benchmark run's).
 //
-// Otherwise the group is normal.
+// Otherwise the group is normal. The last two rules (waitedOn) hold for
+// batch too.
 const (
 	YieldMaxCPUs   = 0.05
 	YieldMaxWakeHz = 50
@@ -137,7 +138,8 @@ func favoured(t profiles.Treatment) bool {
 // treat decides a group's treatment and size from its final members:
 //
 //   - compute (sync_compute): exclusive whole cores, one per hot thread; with
-//     no hot thread, batch (a reserved core would sit mostly idle);
+//     no hot thread, batch (a reserved core would sit mostly idle), or
+//     normal where a favoured group waits on it (waitedOn);
 //   - latency-critical: exclusive when it has hot threads and they fit (a
 //     hot latency-critical thread suffers most from sharing a core), else
 //     latency;
@@ -154,8 +156,9 @@ func favoured(t profiles.Treatment) bool {
 // group than its cores hold — is demoted to normal, with a warning: caging
 // hot threads in too few cores is worse than sharing, and a lower nice takes
 // its CPU from the neighbours (docs/synthesize.md, Demotion). Every group
-// gets slice_us from its run lengths; groups is the groups decided so far
-// (the rest group comes last), for the yield rule's wake edges.
+// gets slice_us from its run lengths; groups is the groups decided so far,
+// for the wake edges of the batch and yield rules: Profile decides the
+// groups that may give way (givesWay) after all others.
 func (s *sizer) treat(g *group, ms []member, onlyGroup bool, groups []*group, a *analyze.Analysis) {
 	hot, cpus := 0, 0.0
 	for _, i := range g.members {
@@ -167,8 +170,7 @@ func (s *sizer) treat(g *group, ms []member, onlyGroup bool, groups []*group, a 
 	switch g.slot {
 	case slotCompute:
 		if hot == 0 {
-			g.treatment = profiles.Batch
-			g.arithmetic = append(g.arithmetic, fmt.Sprintf("no thread at ≥ %v CPU: a reserved core would sit mostly idle, so batch treatment", HotShare))
+			s.batchOrNormal(g, ms, groups, a)
 			break
 		}
 		s.exclusiveOrDemote(g, ms, hot, cpus)
@@ -215,6 +217,34 @@ func (s *sizer) latency(g *group, why string) {
 	}
 }
 
+// givesWay reports whether g may be given a treatment that puts others
+// ahead of it (batch or yield): the catch-all, and a compute group without a
+// hot thread. Whether it may depends on whether a favoured group waits on
+// it, so Profile decides these groups last.
+func givesWay(g *group, ms []member) bool {
+	switch g.slot {
+	case slotRest:
+		return true
+	case slotCompute:
+		return !slices.ContainsFunc(g.members, func(i int) bool { return ms[i].hot })
+	}
+	return false
+}
+
+// batchOrNormal gives g batch treatment, or normal where a favoured group
+// waits on it: batch work is served after latency and normal work (under
+// sched_ext a strict tier, starved up to its bound), and a favoured thread
+// that waits on it waits as long.
+func (s *sizer) batchOrNormal(g *group, ms []member, groups []*group, a *analyze.Analysis) {
+	if why := waitedOn(g, ms, groups, a); len(why) > 0 {
+		g.treatment = profiles.Normal
+		g.arithmetic = append(g.arithmetic, fmt.Sprintf("no thread at ≥ %v CPU, but normal, not batch: ", HotShare)+strings.Join(why, "; "))
+		return
+	}
+	g.treatment = profiles.Batch
+	g.arithmetic = append(g.arithmetic, fmt.Sprintf("no thread at ≥ %v CPU: a reserved core would sit mostly idle, so batch treatment; wakes no favoured thread", HotShare))
+}
+
 // yieldOrNormal applies the yield rules (YieldMaxCPUs) to g.
 func (s *sizer) yieldOrNormal(g *group, ms []member, cpus float64, groups []*group, a *analyze.Analysis) {
 	wake := 0.0
@@ -228,6 +258,25 @@ func (s *sizer) yieldOrNormal(g *group, ms []member, cpus float64, groups []*gro
 	if wake >= YieldMaxWakeHz {
 		why = append(why, fmt.Sprintf("its threads wake %s times/s (yield below %v)", trimFloat(wake, 1), YieldMaxWakeHz))
 	}
+	why = append(why, waitedOn(g, ms, groups, a)...)
+	if len(why) > 0 {
+		g.treatment = profiles.Normal
+		g.arithmetic = append(g.arithmetic, "normal, not yield: "+strings.Join(why, "; "))
+		return
+	}
+	g.treatment = profiles.Yield
+	g.arithmetic = append(g.arithmetic, fmt.Sprintf("yield: %s CPUs < %v, %s wakeups/s < %v, wakes no favoured thread",
+		trimFloat(cpus, 3), YieldMaxCPUs, trimFloat(wake, 1), YieldMaxWakeHz))
+}
+
+// waitedOn says why favoured (exclusive or latency) groups among groups
+// wait on g, if they do: a thread of g wakes one of theirs (a waker that
+// waits for a CPU delays its wakee by as much), or g holds the main thread
+// of a process whose threads they are (a main thread typically accepts the
+// connections its workers serve, work a short trace may not show). A group
+// others wait on must not give way to them (batch, yield).
+func waitedOn(g *group, ms []member, groups []*group, a *analyze.Analysis) []string {
+	var why []string
 	// Favoured groups by tid and by process.
 	fav := map[int32]string{}
 	favProc := map[int32]string{}
@@ -266,14 +315,7 @@ func (s *sizer) yieldOrNormal(g *group, ms []member, cpus float64, groups []*gro
 			break
 		}
 	}
-	if len(why) > 0 {
-		g.treatment = profiles.Normal
-		g.arithmetic = append(g.arithmetic, "normal, not yield: "+strings.Join(why, "; "))
-		return
-	}
-	g.treatment = profiles.Yield
-	g.arithmetic = append(g.arithmetic, fmt.Sprintf("yield: %s CPUs < %v, %s wakeups/s < %v, wakes no favoured thread",
-		trimFloat(cpus, 3), YieldMaxCPUs, trimFloat(wake, 1), YieldMaxWakeHz))
+	return why
 }
 
 // exclusiveOrDemote gives g its hot threads' number of whole cores, or

@@ -142,10 +142,17 @@ func Profile(a *analyze.Analysis, opt Options) (*Result, error) {
 	for _, c := range s.clients {
 		warnings = append(warnings, c.String())
 	}
-	for _, g := range groups {
-		s.treat(g, p.members, len(groups) == 1, groups, a)
-		if g.warning != "" {
-			warnings = append(warnings, g.warning)
+	// Groups that may give way are decided last: whether they may depends
+	// on which groups are favoured.
+	for _, last := range []bool{false, true} {
+		for _, g := range groups {
+			if givesWay(g, p.members) != last {
+				continue
+			}
+			s.treat(g, p.members, len(groups) == 1, groups, a)
+			if g.warning != "" {
+				warnings = append(warnings, g.warning)
+			}
 		}
 	}
 	warnings = append(warnings, p.notes(groups)...)

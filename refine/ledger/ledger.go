@@ -329,7 +329,7 @@ func (g Guard) WorstChange() string {
 // treatment predicts.
 type Mechanism struct {
 	Group     string `json:"group"`
-	Counter   string `json:"counter"`   // which GroupRates field
+	Counter   string `json:"counter"`   // what is compared: preempts_per_run (GroupRates PreemptsPerS / SwitchesPerS)
 	Predicted string `json:"predicted"` // "down", "up"
 	Base      Num    `json:"base"`      // medians per arm
 	Cand      Num    `json:"cand"`
