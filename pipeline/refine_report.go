@@ -24,7 +24,9 @@ func (r *RefineRun) Report(w io.Writer) error {
 			fmt.Fprintf(w, "  bg=%d  %s CV %.1f%% over %d trials\n", c.Bg, metric, 100*c.CV[metric], c.N)
 		}
 	}
-	if !math.IsNaN(res.Noise) && res.Noise > 0 {
+	if r.Config.Equivalence > 0 && !math.IsNaN(res.Noise) && res.Noise > 0 {
+		fmt.Fprintf(w, "noise     %s %.1f%% per trial (within each arm, the first look's trials); last look n=%d per arm and level\n", metric, 100*res.Noise, res.FinalN)
+	} else if !math.IsNaN(res.Noise) && res.Noise > 0 {
 		fmt.Fprintf(w, "noise     %s %.1f%% per trial (pooled over the races); final n=%d per arm and level, detects ≥ %.1f%% (90%% power)\n", metric, 100*res.Noise, res.FinalN, 100*res.Detectable)
 	}
 	if r.Config.Equivalence > 0 {

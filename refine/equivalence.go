@@ -40,7 +40,7 @@ func (e *engine) equivalence(ctx context.Context, stock, prof Arm) error {
 			e.res.Equivalence = verdictIdentical
 			d := ledger.Decision{Stage: StageFinal, Step: e.step, Candidate: prof.Key(), Test: "realised state", Metric: c.Metric, Bg: ledger.AllLevels,
 				Verdict: verdictIdentical, Reason: fmt.Sprintf("identical: every group of the input profile is left as it is on this backend (realised: nothing set), so its kernel state is %s's and no trial could tell them apart", stock.Step.Param)}
-			d.Line = fmt.Sprintf("%-11s %s  %s", StageFinal, d.Step, d.Reason)
+			d.Line = fmt.Sprintf("%-11s %s  realised state: nothing set, identical; no trial run", StageFinal, d.Step)
 			e.res.Final = append(e.res.Final, d)
 			e.res.Stopped = "equivalence check, no search: " + d.Reason
 			return e.record(&d)

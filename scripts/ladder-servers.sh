@@ -10,6 +10,8 @@
 #   MAXTIME   refine's wall-time budget per server (default 12m)
 #   LADDER    the background levels (default 0,1,2,4)
 #   SEED      the ABBA order's seed (default 16)
+#   EXTRA     more train flags (e.g. "--equivalence 3%" with LADDER=0)
+#   REDIS_N   GETs per Redis trial (default 50000)
 #
 # Each run takes MAXTIME plus about a minute. The benchmarks compare
 # arms measured alongside each other, but a machine busy with other work
@@ -22,6 +24,8 @@ OUT=${OUT:-/tmp/ladder}
 MAXTIME=${MAXTIME:-12m}
 LADDER=${LADDER:-0,1,2,4}
 SEED=${SEED:-16}
+EXTRA=${EXTRA:-}          # more train flags, e.g. "--equivalence 3%"
+REDIS_N=${REDIS_N:-50000} # GETs per trial (300000: ~5.5 s, p99 noise ~8%)
 WORK=$(mktemp -d /tmp/ladder-servers.XXXXXX)
 chmod 755 "$WORK"
 pids=()
@@ -46,14 +50,14 @@ train() {
 	mkdir -p "$OUT"
 	echo "ladder-servers: $name: train $*"
 	"$TT" train --id "$name" --out "$OUT/$name" --backend cfs --ladder "$LADDER" \
-		--max-time "$MAXTIME" --seed "$SEED" --duration 5s "$@" || echo "ladder-servers: $name: train exited $?"
+		--max-time "$MAXTIME" --seed "$SEED" --duration 5s $EXTRA "$@" || echo "ladder-servers: $name: train exited $?"
 	[ -f "$OUT/$name/refine/REPORT.md" ] && sed -n '/^## Background ladder/,/^## /p' "$OUT/$name/refine/REPORT.md" | sed '$d'
 }
 # Redis 7 under redis-benchmark GET, 20 clients (closed loop: the tool has no rate option).
 run_redis() {
 	need redis-server redis-server; need redis-benchmark redis-tools
 	train redis --min-effect 20% \
-		--bench 'redis-benchmark -h 127.0.0.1 -p 26500 -c 20 -n 50000 -t get --csv' \
+		--bench "redis-benchmark -h 127.0.0.1 -p 26500 -c 20 -n $REDIS_N -t get --csv" \
 		-- redis-server --bind 127.0.0.1 --port 26500 --save '' --appendonly no
 }
 # memcached 1.6, 4 worker threads, under memaslap (90% get). memaslap's

@@ -251,6 +251,14 @@ func (s *sizer) yieldOrNormal(g *group, ms []member, cpus float64, groups []*gro
 	for _, i := range g.members {
 		wake += ms[i].th.Features.WakeRate
 	}
+	if len(g.members) == 0 {
+		// Nothing measured says these threads may give way: a thread
+		// that appears later (a new connection's, a helper's) is as
+		// likely one others wait on.
+		g.treatment = profiles.Normal
+		g.arithmetic = append(g.arithmetic, "normal, not yield: no thread of the trace is in this group, so nothing measured says its threads may give way")
+		return
+	}
 	var why []string
 	if cpus >= YieldMaxCPUs {
 		why = append(why, fmt.Sprintf("it uses %s CPUs (yield below %v)", trimFloat(cpus, 3), YieldMaxCPUs))

@@ -144,7 +144,7 @@ func TestSynthesize(t *testing.T) {
 				th{tid: 2, tgid: 1, comm: "onnx-op-1", family: "onnx", cluster: 1, share: 0.9},
 				th{tid: 3, tgid: 1, comm: "onnx-op-2", family: "onnx", cluster: 1, share: 0.9}),
 			opt:     Options{Shape: &profiles.Shape{LogicalCPUs: 4, Cores: 2, ThreadsPerCore: 2}, RequestMillicores: 3000},
-			want:    []string{"compute normal comm=onnx", "rest yield all"},
+			want:    []string{"compute normal comm=onnx", "rest normal all"},
 			arith:   "demoted to normal: 3 hot threads need 3 whole cores; the shape has 2 cores, 0 taken by earlier exclusive groups and 1 kept shared, so 1 can be given",
 			warning: "no profile can manufacture a core",
 		},
@@ -155,7 +155,7 @@ func TestSynthesize(t *testing.T) {
 				th{tid: 2, tgid: 1, comm: "onnx-op-1", family: "onnx", cluster: 1, share: 0.9},
 				th{tid: 3, tgid: 1, comm: "onnx-op-2", family: "onnx", cluster: 1, share: 0.9}),
 			opt:     Options{Shape: &profiles.Shape{LogicalCPUs: 8, Cores: 4, ThreadsPerCore: 2}, RequestMillicores: 3000, NodeBusyCPUs: 3},
-			want:    []string{"compute normal comm=onnx", "rest yield all"},
+			want:    []string{"compute normal comm=onnx", "rest normal all"},
 			arith:   "C − n = 4 − 3 = 1 cores would stay shared, fewer than 2",
 			warning: "demoted to normal",
 		},
@@ -166,7 +166,7 @@ func TestSynthesize(t *testing.T) {
 				th{tid: 2, tgid: 1, comm: "onnx-op-1", family: "onnx", cluster: 1, share: 0.9},
 				th{tid: 3, tgid: 1, comm: "onnx-op-2", family: "onnx", cluster: 1, share: 0.9}),
 			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 10, Cores: 5, ThreadsPerCore: 2}, RequestMillicores: 3000, NodeBusyCPUs: 3},
-			want: []string{"compute exclusive cores=3 fraction=1 comm=onnx", "rest yield all"},
+			want: []string{"compute exclusive cores=3 fraction=1 comm=onnx", "rest normal all"},
 		},
 		{
 			name:    "a request too small for the hot threads demotes",
@@ -201,7 +201,7 @@ func TestSynthesize(t *testing.T) {
 			want: []string{
 				"latency-critical latency comm=wl exclude=wl-worker",
 				"io-chain latency comm=wl-worker",
-				"rest yield all",
+				"rest normal all",
 			},
 		},
 		{
@@ -232,7 +232,7 @@ func TestSynthesize(t *testing.T) {
 				th{tid: 12, tgid: 12, comm: "postgres", cluster: 2, share: 0.05},
 				th{tid: 13, tgid: 13, comm: "postgres", cluster: 3}),
 			opt:     Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
-			want:    []string{"latency-critical latency comm=postgres", "rest yield all"},
+			want:    []string{"latency-critical latency comm=postgres", "rest normal all"},
 			warning: "family postgres: threads that wanted groups io-chain, latency-critical, rest cannot be told apart by comm prefix, leadership or process comm (the analysis has no command lines for them: analyze with observe's snapshot): all are in group latency-critical",
 			desc:    "cannot be told apart",
 		},
@@ -269,7 +269,7 @@ func TestSynthesize(t *testing.T) {
 				th{tid: 1, tgid: 1, comm: "app", cluster: 1},
 				th{tid: 2, tgid: 2, comm: "kworker/0:1", cluster: 1, kernel: true}),
 			opt:  Options{Shape: &profiles.Shape{LogicalCPUs: 2, Cores: 2, ThreadsPerCore: 1}},
-			want: []string{"io-chain latency comm=app", "rest yield all"},
+			want: []string{"io-chain latency comm=app", "rest normal all"},
 		},
 		{
 			name: "nothing stands out: one normal catch-all",
