@@ -178,6 +178,9 @@ func Refine(ctx context.Context, tgt *target.Target, path string, opts RefineOpt
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Equivalence > 0 {
+		alts = nil // an equivalence check races nothing
+	}
 	fs := live.Lint(prof)
 	if err := lintError(fs, "%s", path); err != nil {
 		return nil, fmt.Errorf("%w; nothing was changed", err)

@@ -243,7 +243,7 @@ func TestFootnote(t *testing.T) {
 		n     int
 		notes []string // footnotes expected, once each
 	}{
-		{"n=3", 3, []string{"¹ needs ≥ 6 samples for an interval at 95%", "² needs ≥ 4 samples per arm for an interval at 95%"}},
+		{"n=2", 2, []string{"¹ needs ≥ 6 samples for an interval at 95%", "² needs ≥ 3 samples per arm for an interval at 90%"}},
 		{"n=5", 5, []string{"¹ needs ≥ 6 samples for an interval at 95%"}},
 		{"n=6", 6, nil},
 	} {
@@ -252,7 +252,7 @@ func TestFootnote(t *testing.T) {
 				Arms: []Arm{{Name: "stock CFS"}, {Name: "refined"}}}
 			for _, bg := range []int{0, 2, 4} {
 				base, cand := scale(noise[:c.n], 0.4), scale(noise2[:c.n], 0.3)
-				cmp := stats.Compare(base, cand, 0.95)
+				cmp := stats.Compare(base, cand, 0.90) // a level's Δ: 1 − 2α
 				r.Ladder = append(r.Ladder, Level{Bg: bg,
 					Cells: []Cell{NewCell(0.95, map[string][]float64{"p99_ms": base}), NewCell(0.95, map[string][]float64{"p99_ms": cand})},
 					Delta: &Delta{NBase: c.n, NCand: c.n, Effect: cmp.Rel, P: cmp.P}})

@@ -329,8 +329,12 @@ func (r Report) ladder(w io.Writer) {
 		}
 	}
 	if hasDelta {
-		needShift := fmt.Sprintf("needs ≥ %d samples per arm for an interval at %s", stats.NeedN(1-conf), pct(conf))
-		p("\n| bg | Δ %s [%s interval] |", r.Rule.Metric, pct(conf))
+		// A level's Δ interval is two-sided at 1 − 2α: the one-sided
+		// bound at α its non-inferiority check reads (stats.NonInferior),
+		// and the described contrasts are computed alike.
+		dconf := 1 - 2*r.Rule.Alpha
+		needShift := fmt.Sprintf("needs ≥ %d samples per arm for an interval at %s", stats.NeedN(1-dconf), pct(dconf))
+		p("\n| bg | Δ %s [%s interval] |", r.Rule.Metric, pct(dconf))
 		if r.Tier {
 			p(" Δ vs %s |", cellText(r.armName(0)))
 		}
