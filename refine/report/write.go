@@ -72,7 +72,7 @@ func (r Report) Markdown(w io.Writer) {
 	ref := r.armName(r.DeltaBase)
 	switch eq := r.Equivalence; {
 	case eq != nil:
-		p("**%s** (an equivalence check within ±%s on %s, no search): %s.\n\n", equivalenceHead(eq.Finding), pct(eq.Margin), r.Rule.Metric, eq.Reason)
+		p("**%s** (an equivalence check within ±%s on %s, no search): %s.\n\n", equivalenceHead(eq.Finding), pct(eq.Margin), r.Rule.Metric, strings.TrimPrefix(eq.Reason, eq.Finding+": "))
 	case r.Kept && r.Refined != "":
 		p("**Kept**: the refined profile beat %s in the final test on fresh trials; written to `%s`.\n\n", ref, r.Refined)
 	case r.Kept:
@@ -407,7 +407,7 @@ func (r Report) final(w io.Writer) {
 		}
 		outcome := orDash(l.Outcome)
 		if l.Outcome == "keep" || l.Outcome == "equivalent" {
-			outcome = "**keep**"
+			outcome = "**" + l.Outcome + "**"
 		}
 		p("| %d of %d | %d+%d | %s | %s | %s | %s | %s | %s |\n", l.Index, l.Of, l.N[0], l.N[1], shift(l.Effect.Center, l.P, l.Alpha), iv,
 			pval(l.P), pval(l.Alpha), pval(l.Spent), outcome)
