@@ -162,7 +162,7 @@ func (c *Config) Check() error {
 	case c.Equivalence > 0 && c.Tier:
 		return errors.New("an equivalence check compares the profile with the reference alone: it measures no tier arm")
 	case c.Equivalence > 0 && c.CalibrationN > 0:
-		return errors.New("an equivalence check is its own A/B on fresh trials: it runs no calibration")
+		return errors.New("an equivalence check is its own A/B on fresh trials: it runs no A/A calibration (calibration n must be 0)")
 	case c.MaxTrials < 0 || c.MaxTime < 0:
 		return errors.New("budget: the maximum trials and time must be ≥ 0")
 	}

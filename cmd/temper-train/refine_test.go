@@ -236,6 +236,7 @@ func TestRefineErrors(t *testing.T) {
 		want  string
 	}{
 		{name: "no such command", bench: "no-such-benchmark-xyz --x", code: exitUsage, want: "no-such-benchmark-xyz"},
+		{name: "equivalence margin", bench: "true", extra: []string{"--equivalence", "200%"}, code: exitUsage, want: "--equivalence"},
 		{name: "fails", mode: "fail", code: exitFailure, want: "exit status 3: boom"},
 		{name: "unparsable", mode: "garbage", code: exitFailure, want: "jsonl output line 1"},
 		{name: "hangs", mode: "hang", extra: []string{"--timeout", "2s"}, code: exitFailure, want: "timed out"},
