@@ -864,16 +864,10 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 	var guards [][]stats.Pair
 	for k := 0; k < len(seq.Looks); k++ {
 		nk := seq.Looks[k]
-		more, err := e.compareArms(ctx, fmt.Sprintf("final%d-%s", k+1, refined.Hash), arms, nk-prev)
-		if err != nil {
+		if err := e.extend(ctx, fmt.Sprintf("final%d-%s", k+1, refined.Hash), arms, nk-prev, xs); err != nil {
 			return err
 		}
 		prev = nk
-		for bg, x := range more {
-			for side := range x {
-				xs[bg][side] = append(xs[bg][side], x[side]...)
-			}
-		}
 		rules, guards = e.guardData(xs, c.Ladder, b, r)
 		lk = seq.Look(k, e.strata(xs, b, r), rules, guards)
 		d := e.lookDecision(lk, len(seq.Looks), refined, base)
@@ -885,6 +879,7 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 			break
 		}
 		if c.FinalN == 0 && k < len(seq.Looks)-1 {
+			var err error
 			if seq, err = e.resize(seq, k, xs); err != nil {
 				return err
 			}
@@ -921,6 +916,22 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 				}
 				e.res.Described = append(e.res.Described, d)
 			}
+		}
+	}
+	return nil
+}
+
+// extend runs a look's n more trials per arm and level of arms
+// (compareArms, id naming them) and adds them to xs, the look's trials so
+// far by level and arm.
+func (e *engine) extend(ctx context.Context, id string, arms []Arm, n int, xs map[int][][]sample) error {
+	more, err := e.compareArms(ctx, id, arms, n)
+	if err != nil {
+		return err
+	}
+	for bg, x := range more {
+		for side := range x {
+			xs[bg][side] = append(xs[bg][side], x[side]...)
 		}
 	}
 	return nil

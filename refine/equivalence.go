@@ -76,16 +76,10 @@ func (e *engine) equivalence(ctx context.Context, stock, prof Arm) error {
 	var lk stats.EquivalenceLook
 	for k := 0; k < len(plan.Plan.Looks); k++ {
 		nk := plan.Plan.Looks[k]
-		more, err := e.compareArms(ctx, fmt.Sprintf("equiv%d-%s", k+1, prof.Hash), arms, nk-prev)
-		if err != nil {
+		if err := e.extend(ctx, fmt.Sprintf("equiv%d-%s", k+1, prof.Hash), arms, nk-prev, xs); err != nil {
 			return err
 		}
 		prev = nk
-		for bg, x := range more {
-			for side := range x {
-				xs[bg][side] = append(xs[bg][side], x[side]...)
-			}
-		}
 		lk = plan.Look(k, e.strata(xs, 0, 1))
 		d := e.equivalenceDecision(lk, plan, prof)
 		if err := e.record(&d); err != nil {
@@ -96,6 +90,7 @@ func (e *engine) equivalence(ctx context.Context, stock, prof Arm) error {
 			break
 		}
 		if c.FinalN == 0 && k == 0 {
+			var err error
 			if plan, err = e.resizeEquivalence(plan, xs); err != nil {
 				return err
 			}
@@ -141,8 +136,8 @@ func (e *engine) resizeEquivalence(plan stats.Equivalence, xs map[int][][]sample
 	if n < need {
 		held = fmt.Sprintf("; %d would give %.0f%% power at no difference, and the budget or the cap of %d holds %d, so equivalence may not be shown even if it holds", need, 100*equivalencePower, c.MaxN, n)
 	}
-	return r, e.note("equivalence: re-sized after look 1 from the noise within each arm (%s %.1f%%, %d degrees of freedom): the last look at n=%d per arm and level%s",
-		c.Metric, 100*p.sigma, p.df, n, held)
+	return r, e.note("equivalence: re-sized after look 1 from the noise within each arm (%s %.1f%%, %d degrees of freedom): looks at n=%v per arm and level%s",
+		c.Metric, 100*p.sigma, p.df, r.Plan.Looks[1:], held)
 }
 
 // equivalenceDecision records a look of the equivalence check.

@@ -78,11 +78,24 @@ func (e Equivalence) Check() error {
 	return nil
 }
 
-// Resize is Sequential.Resize for the equivalence plan: after look k, one
-// more look, the last, at n, the looks taken keeping the α they spent.
-// n must be chosen blind to the difference between the arms (from the
-// noise within each arm).
+// Resize is the plan after look k with its last look at n, and a look
+// halfway there when it falls at least two trials per arm after look k:
+// a check that is clearly equivalent (or different) by then stops at half
+// the cost, for a little more n at the last look than one look would
+// need. n must be chosen blind to the difference between the arms (from
+// the noise within each arm); the looks taken keep the α they spent
+// (Sequential.Resize).
 func (e Equivalence) Resize(k, n int) (Equivalence, error) {
+	if k >= 0 && k < len(e.Plan.Looks) && k+3 <= MaxLooks {
+		// The halfway look must spend more than the looks taken did (by
+		// the spending function at its fraction); else one look.
+		if mid := n / 2 &^ 1; mid >= e.Plan.Looks[k]+2 && mid < n {
+			if p, err := e.Plan.Resize(k, mid, n); err == nil {
+				e.Plan = p
+				return e, nil
+			}
+		}
+	}
 	p, err := e.Plan.Resize(k, n)
 	if err != nil {
 		return e, err

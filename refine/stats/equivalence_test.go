@@ -69,6 +69,15 @@ func logVar(x []float64) float64 {
 	return (ss - s*s/n) / (n - 1)
 }
 
+// enginePlan is the plan the engine starts a check with when it sizes it:
+// a pilot of 10 per arm, the last look at the cap of 400, re-sized after
+// the pilot (to a look halfway and the last).
+func enginePlan() Equivalence {
+	e := equivPlan(400)
+	e.Plan.Looks = []int{10, 400}
+	return e
+}
+
 func equivPlan(n int) Equivalence {
 	return Equivalence{Plan: Sequential{Rule: Rule{Metric: "p99_ms", Alpha: 0.05, Dir: LowerIsBetter}, Looks: []int{n / 2, n}}, Margin: 0.03}
 }
@@ -93,7 +102,11 @@ func TestEquivalenceFalseClaimRate(t *testing.T) {
 	} {
 		plan := equivPlan(n)
 		if tc.resize {
-			plan = equivPlan(2 * 10)
+			plan = enginePlan()
+		}
+		sims := sims
+		if tc.resize {
+			sims /= 2 // its n is larger; the planned cases are what catch a level spent twice
 		}
 		c, mean := equivSim(t, plan, sigma, tc.effect, sims, 7, tc.resize)
 		lo := Proportion(c, sims, 0.90).Lo
@@ -115,7 +128,7 @@ func TestEquivalencePower(t *testing.T) {
 		name   string
 		plan   Equivalence
 		resize bool
-	}{{"planned", equivPlan(n), false}, {"re-sized", equivPlan(20), true}} {
+	}{{"planned", equivPlan(n), false}, {"re-sized", enginePlan(), true}} {
 		c, mean := equivSim(t, tc.plan, sigma, 0, sims, 11, tc.resize)
 		lo := Proportion(c, sims, 0.90).Lo
 		t.Logf("%s: n=%d, equivalent %d of %d (lower bound %.4f), %.1f trials per arm", tc.name, n, c, sims, lo, mean)

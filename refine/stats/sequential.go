@@ -146,29 +146,30 @@ func (s Sequential) spent() []float64 {
 }
 
 // Resize is the plan after look k (0-based, not the last) was taken, with
-// one more look, the last, at n trials per arm and level instead of the
-// looks planned after k: what a final re-sized from the noise of the
-// trials so far runs. The looks up to k keep the α they spent (Taken);
-// the last spends the rest, its boundary computed on the information
-// fractions the looks really have (SpendAt). The overall level stays
-// Rule.Alpha whatever n is, as long as n is chosen without looking at
-// the effect: from the noise within each arm, which for normal noise is
-// independent of the difference between the arms (blinded sample-size
-// re-estimation). Resize returns an error wrapping ErrPlan when n is not
-// beyond look k's n.
-func (s Sequential) Resize(k, n int) (Sequential, error) {
+// the looks next (cumulative n per arm and level, increasing, the last the
+// new last look) instead of the looks planned after k: what a final
+// re-sized from the noise of the trials so far runs. The looks up to k
+// keep the α they spent (Taken); the later ones spend the rest, their
+// boundaries computed on the information fractions the looks really have
+// (SpendAt). The overall level stays Rule.Alpha whatever the looks are,
+// as long as they are chosen without looking at the effect: from the
+// noise within each arm, which for normal noise is independent of the
+// difference between the arms (blinded sample-size re-estimation). Resize
+// returns an error wrapping ErrPlan when next is empty, not increasing
+// beyond look k's n, or makes more than MaxLooks looks.
+func (s Sequential) Resize(k int, next ...int) (Sequential, error) {
 	if err := s.Check(); err != nil {
 		return s, err
 	}
 	if k < 0 || k >= len(s.Looks)-1 {
 		return s, fmt.Errorf("final: re-size after look %d of %d: %w", k+1, len(s.Looks), ErrPlan)
 	}
-	if n <= s.Looks[k] {
-		return s, fmt.Errorf("final: re-size to n=%d after look %d at n=%d: %w", n, k+1, s.Looks[k], ErrPlan)
+	if len(next) == 0 || next[0] <= s.Looks[k] {
+		return s, fmt.Errorf("final: re-size to n=%v after look %d at n=%d: %w", next, k+1, s.Looks[k], ErrPlan)
 	}
 	r := s
 	r.Taken = s.spent()[:k+1]
-	r.Looks = append(slices.Clone(s.Looks[:k+1]), n)
+	r.Looks = append(slices.Clone(s.Looks[:k+1]), next...)
 	return r, r.Check()
 }
 
