@@ -167,6 +167,8 @@ func runCanary(cmd *cobra.Command, f canaryFlags, command []string) error {
 		return usageError{errors.New("no target: give --pid, --cgroup, --pod, or a command after --")}
 	case f.bench == "":
 		return usageError{errors.New("no benchmark: give --bench 'CMD ARGS...'")}
+	case f.equiv != "":
+		return usageError{errors.New("--equivalence: the canary refines the profile in force each cycle; check a profile with refine --equivalence")}
 	case f.interval <= 0:
 		return usageError{errors.New("no --interval: how often a cycle starts, e.g. --interval 10m")}
 	case onExit != canary.Revert && onExit != canary.Keep:
