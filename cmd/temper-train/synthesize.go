@@ -36,21 +36,26 @@ workload profile OUT/ID/SHAPE.toml (OUT defaults to profiles): one thread group
 per cluster class, matched by comm prefixes of the thread families, first match
 wins, the remainder last:
 
-  sync_compute      → exclusive whole cores, one per hot thread (cpu_share ≥ 0.3)
+  sync_compute      → exclusive whole cores, one per hot thread (cpu_share ≥ 0.3);
+                      with no hot thread batch, or normal where a favoured
+                      group waits on it
   latency_critical  → exclusive when its hot threads fit the shape, else latency
   io_wake_chain     → latency (preempt, higher weight)
-  sporadic          → the catch-all, yield
+  sporadic          → the catch-all: yield where nothing waits on it, it uses
+                      < 5% CPU and wakes rarely; else, or with no thread, normal
 
-exclusive_cores = ceil(cpu_fraction × request), with cpu_fraction chosen so
-that it equals the hot threads and one core stays shared; a group that does
-not fit is demoted to latency with a warning. The arithmetic and the measured
-evidence are written into the profile.
+Exclusive cores only for a real request (--request, the pod's, or its quota;
+never one inferred from use), with at least two cores shared and the rest of
+the node's measured demand within 0.7 of them; a group that does not fit is
+demoted to normal with a warning. With a load generator on the node (most of a
+group's wakeups from outside the target) no group is favoured. The arithmetic
+and the measured evidence are written into the profile.
 
 The machine shape comes from --snapshot (observe's snapshot.json: topology,
 pod requests and limits, cgroup quota), else --shape (e.g. 8cpu-4c-smt2), else
 the CPU count the trace recorded (logical CPUs only: no exclusive cores). The
 request comes from --request, else the snapshot, else the observed CPU use
-rounded up to whole CPUs.
+rounded up to whole CPUs (which buys no exclusive cores).
 
 Before writing, the profile is compiled and every analysed thread is checked
 to land in its group, and lint must report no error. Files are written whole
