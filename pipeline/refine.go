@@ -174,12 +174,11 @@ func Refine(ctx context.Context, tgt *target.Target, path string, opts RefineOpt
 		note(fmt.Sprintf("resuming %s: %d trials recorded, %d cut off; its configuration (seed %d, metric %s, ladder %v) replaces the flags",
 			opts.Resume, len(old.Done()), len(old.Open()), cfg.Seed, cfg.Metric, cfg.Ladder))
 	}
-	alts, err := Portfolio(path)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.Equivalence > 0 {
-		alts = nil // an equivalence check races nothing
+	var alts []refine.Alternative
+	if cfg.Equivalence == 0 { // an equivalence check races nothing
+		if alts, err = Portfolio(path); err != nil {
+			return nil, err
+		}
 	}
 	fs := live.Lint(prof)
 	if err := lintError(fs, "%s", path); err != nil {

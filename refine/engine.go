@@ -816,9 +816,7 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 	}
 	n := e.finalN()
 	// What the budget holds, if it holds less than the noise asks for.
-	for n > minFinalN && !e.fits(c.finalTrials(n), 0) {
-		n -= 2
-	}
+	n = e.held(n, 0, minFinalN)
 	if !e.fits(c.finalTrials(n), 0) && e.trials > 0 {
 		return fmt.Errorf("%w: the final needs %d more trials (n=%d per arm and level) and the budget (%s) has room for fewer after %d trials", ErrBudget, c.finalTrials(n), n, e.budgetString(), e.trials)
 	}
@@ -921,6 +919,16 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 	return nil
 }
 
+// held is n per arm and level cut, two at a time and not below floor, to
+// what the budget holds for a final's (or an equivalence check's) trials
+// from have to n per arm and level.
+func (e *engine) held(n, have, floor int) int {
+	for n > floor && !e.fits(e.cfg.finalTrials(n)-e.cfg.finalTrials(have), 0) {
+		n -= 2
+	}
+	return n
+}
+
 // extend runs a look's n more trials per arm and level of arms
 // (compareArms, id naming them) and adds them to xs, the look's trials so
 // far by level and arm.
@@ -953,9 +961,7 @@ func (e *engine) resize(seq stats.Sequential, k int, xs map[int][][]sample) (sta
 		return seq, nil // nothing measured the noise yet: the plan stands
 	}
 	n := max(e.sizeFinal(ns, true), have+2)
-	for n > have+2 && !e.fits(c.finalTrials(n)-c.finalTrials(have), 0) {
-		n -= 2
-	}
+	n = e.held(n, have, have+2)
 	r, err := seq.Resize(k, n)
 	if err != nil {
 		return seq, err

@@ -46,10 +46,7 @@ func (e *engine) equivalence(ctx context.Context, stock, prof Arm) error {
 			return e.record(&d)
 		}
 	}
-	last := c.MaxN
-	for last > equivalencePilot+2 && !e.fits(c.trials(last), 0) {
-		last -= 2
-	}
+	last := e.held(c.MaxN, 0, equivalencePilot+2)
 	plan := stats.Equivalence{Plan: stats.Sequential{Rule: e.rule(), Looks: []int{equivalencePilot, last}}, Margin: c.Equivalence}
 	if c.FinalN > 0 {
 		plan.Plan.Looks = looks(c.FinalN)
@@ -122,10 +119,7 @@ func (e *engine) resizeEquivalence(plan stats.Equivalence, xs map[int][][]sample
 		return plan, nil
 	}
 	need := stats.EquivalenceN(noiseBound(p.sigma, p.df), c.Equivalence, c.Alpha, equivalencePower, len(c.Ladder))
-	n := max(min(need, c.MaxN), have+2)
-	for n > have+2 && !e.fits(c.trials(n-have), 0) {
-		n -= 2
-	}
+	n := e.held(max(min(need, c.MaxN), have+2), have, have+2)
 	r, err := plan.Resize(0, n)
 	if err != nil {
 		return plan, err

@@ -389,12 +389,10 @@ func (r Report) final(w io.Writer) {
 	looks := r.Looks[len(r.Looks)-1].Of
 	if eq := r.Equivalence; eq != nil {
 		p("## Equivalence: %s against %s\n\n", r.armName(len(r.Arms)-1), r.armName(r.DeltaBase))
-		p("Two one-sided tests of a common effect on %s, the background levels strata of one stratified rank test, with up to %s: equivalent when the look's interval at 1 − 2α lies within ±%s, different when it lies wholly beyond, each look's α from the α-spending rule (α = %g each side in all). The last look was sized after the first from the noise within each arm, blind to the difference.\n\n",
+		p("Two one-sided tests of a common effect on %s, the background levels strata of one stratified rank test, with up to %s: equivalent when the look's interval at 1 − 2α lies within ±%s, different when it lies wholly beyond, each look's α from the α-spending rule (α = %g each side in all). The looks after the first were sized there from the noise within each arm, blind to the difference.\n\n",
 			r.Rule.Metric, Count(looks, "look"), pct(eq.Margin), r.Rule.Alpha)
 	} else {
 		p("## Final: %s against %s\n\n", r.armName(len(r.Arms)-1), r.armName(r.DeltaBase))
-	}
-	if r.Equivalence == nil {
 		p("The one confirmatory test, on fresh trials: one stratified rank test of a common effect on %s, the background levels its strata, with up to %s. Each look's one-sided p is held to that look's nominal α from the α-spending rule (α = %g in all), printed beside it; `~`: no significant difference at that look. Each level's non-inferiority checks are in the ladder above.\n\n",
 			r.Rule.Metric, Count(looks, "look"), r.Rule.Alpha)
 	}
@@ -406,7 +404,7 @@ func (r Report) final(w io.Writer) {
 			iv += " at " + pct(l.Confidence)
 		}
 		outcome := orDash(l.Outcome)
-		if l.Outcome == "keep" || l.Outcome == "equivalent" {
+		if l.Outcome == stats.Keep.String() || l.Outcome == stats.Equivalent.String() {
 			outcome = "**" + l.Outcome + "**"
 		}
 		p("| %d of %d | %d+%d | %s | %s | %s | %s | %s | %s |\n", l.Index, l.Of, l.N[0], l.N[1], shift(l.Effect.Center, l.P, l.Alpha), iv,
@@ -423,9 +421,9 @@ func (r Report) final(w io.Writer) {
 // words.
 func equivalenceHead(finding string) string {
 	switch finding {
-	case "equivalent":
+	case stats.Equivalent.String():
 		return "Equivalent"
-	case "different":
+	case stats.Different.String():
 		return "Different"
 	case "identical":
 		return "Identical kernel state"

@@ -86,14 +86,12 @@ func (e Equivalence) Check() error {
 // the noise within each arm); the looks taken keep the α they spent
 // (Sequential.Resize).
 func (e Equivalence) Resize(k, n int) (Equivalence, error) {
-	if k >= 0 && k < len(e.Plan.Looks) && k+3 <= MaxLooks {
-		// The halfway look must spend more than the looks taken did (by
-		// the spending function at its fraction); else one look.
-		if mid := n / 2 &^ 1; mid >= e.Plan.Looks[k]+2 && mid < n {
-			if p, err := e.Plan.Resize(k, mid, n); err == nil {
-				e.Plan = p
-				return e, nil
-			}
+	// The halfway look is dropped when the plan cannot hold it: too many
+	// looks, or less α spent there than the looks taken spent.
+	if mid := n / 2 &^ 1; k >= 0 && k < len(e.Plan.Looks) && mid >= e.Plan.Looks[k]+2 && mid < n {
+		if p, err := e.Plan.Resize(k, mid, n); err == nil {
+			e.Plan = p
+			return e, nil
 		}
 	}
 	p, err := e.Plan.Resize(k, n)
