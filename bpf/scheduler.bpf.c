@@ -18,9 +18,10 @@
 //              CPUs, a short slice; with preempt, a waking thread preempts a
 //              lower layer's task on its CPU.
 //   normal     the shared DSQ, ordered by weighted virtual time (the default
-//              layer too).
-//   batch      a DSQ of its own, consumed when latency and normal work is
-//              done; long slices.
+//              layer too). A batch group is a normal layer with a long slice
+//              (user space sets it): it keeps its weighted share, as
+//              SCHED_BATCH keeps its fair share under CFS, rather than
+//              waiting until no normal work is left.
 //   yield      a DSQ of its own, consumed last.
 //
 // The tier (off unless the loader names a BestEffort cgroup): every task
@@ -34,7 +35,7 @@
 //
 // Strict priority is bounded: a layer kept waiting for starve_ns is served
 // next, so a busy latency layer cannot push normal work, nor normal work
-// batch and yield work, into the kernel's stall watchdog.
+// yield work, into the kernel's stall watchdog.
 //
 // CPU ceilings. While a sched_ext scheduler is attached the kernel does not
 // enforce cpu.max (CFS bandwidth control charges fair-class runtime only),
@@ -65,7 +66,7 @@ const volatile __u32 nr_layers = 1;     // thread groups + the default layer
 const volatile __u32 default_layer = 0; // nr_layers - 1
 const volatile __u32 nr_dispatch = 0;
 // The DSQs a shared CPU consumes, in order: latency layers, the normal DSQ,
-// batch layers, yield layers.
+// yield layers.
 const volatile __u64 dispatch_order[TS_MAX_LAYERS + 1];
 // A DSQ in dispatch_order that has waited this long since it was last
 // served (or seen empty) is served first, so strict priority cannot starve
@@ -609,7 +610,7 @@ static __always_inline __s32 preempt_target(struct task_struct *p)
 	if (!st || !st->tid)
 		return -1;
 	t = treatment_of(st->layer);
-	if (t == TS_NORMAL || t == TS_BATCH || t == TS_YIELD || t == TS_BESTEFFORT)
+	if (t == TS_NORMAL || t == TS_YIELD || t == TS_BESTEFFORT)
 		return cpu;
 	return -1;
 }
@@ -730,7 +731,6 @@ void ts_enqueue(unsigned long long *ctx)
 		insert(p, TS_LAYER_DSQ_BASE + layer, slice, enq_flags);
 		preempt_besteffort(p);
 		break;
-	case TS_BATCH:
 	case TS_YIELD:
 		insert(p, TS_LAYER_DSQ_BASE + layer, slice, enq_flags);
 		preempt_besteffort(p);
@@ -802,7 +802,6 @@ static __always_inline void unpen(struct bpf_iter_scx_dsq *it, struct task_struc
 	}
 	switch (t) {
 	case TS_LATENCY:
-	case TS_BATCH:
 	case TS_YIELD:
 	case TS_BESTEFFORT:
 		if (!move(it, p, TS_LAYER_DSQ_BASE + layer, 0))

@@ -56,7 +56,7 @@ enum ts_treatment {
 	TS_EXCLUSIVE = 1,
 	TS_LATENCY = 2,
 	TS_NORMAL = 3,
-	TS_BATCH = 4,
+	/* 4 is unused: a batch group is a normal layer with a long slice. */
 	TS_YIELD = 5,
 	TS_BESTEFFORT = 6, /* the tier: the BestEffort pods' layer, not a profile's */
 };

@@ -63,9 +63,7 @@ func TestYieldRules(t *testing.T) {
 
 // TestBatchRules: a compute group without a hot thread is batch unless a
 // favoured group waits on it (the yield rule's waitedOn): the demo's
-// acceptor, which wakes the workers every request, made batch under
-// sched_ext (a strict tier behind latency and normal work) cost 90% of the
-// throughput.
+// acceptor wakes the workers every request (docs/synthesize.md).
 func TestBatchRules(t *testing.T) {
 	classes := map[int]analyze.Class{1: analyze.ClassSyncCompute, 2: analyze.ClassLatencyCritical, 3: analyze.ClassSporadic}
 	app := func(compute th) *analyze.Analysis {

@@ -232,9 +232,9 @@ func givesWay(g *group, ms []member) bool {
 }
 
 // batchOrNormal gives g batch treatment, or normal where a favoured group
-// waits on it: batch work is served after latency and normal work (under
-// sched_ext a strict tier, starved up to its bound), and a favoured thread
-// that waits on it waits as long.
+// waits on it: batch work waits its turn (SCHED_BATCH never preempts on
+// wakeup under CFS; under sched_ext a batch group has half a normal
+// thread's weight), and a favoured thread that waits on it waits as long.
 func (s *sizer) batchOrNormal(g *group, ms []member, groups []*group, a *analyze.Analysis) {
 	if why := waitedOn(g, ms, groups, a); len(why) > 0 {
 		g.treatment = profiles.Normal

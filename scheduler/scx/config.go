@@ -24,12 +24,11 @@ const (
 
 // Treatment codes of enum ts_treatment.
 const (
-	tsExclusive uint32 = 1 + iota
-	tsLatency
-	tsNormal
-	tsBatch
-	tsYield
-	tsBestEffort // the tier's layer, not a profile treatment
+	tsExclusive  uint32 = 1
+	tsLatency    uint32 = 2
+	tsNormal     uint32 = 3
+	tsYield      uint32 = 5
+	tsBestEffort uint32 = 6 // the tier's layer, not a profile treatment
 )
 
 // BestEffortLayer names, in Stats, the tier's layer: the tasks under
@@ -40,11 +39,17 @@ const BestEffortLayer = "(besteffort)"
 // treatment, below yield.
 const BestEffortTreatment profiles.Treatment = "besteffort"
 
+// treatmentCode is the layer a group of each treatment gets. A batch group
+// is a normal layer with batch's long slice: it keeps its weighted share of
+// the vtime queue, as a SCHED_BATCH thread keeps its fair share under CFS.
+// A layer of its own served only when no normal work waits (as yield's is)
+// starved it behind any busy normal thread, and whoever waited on it with
+// it: a profile trained on CFS would not have meant the same on sched_ext.
 var treatmentCode = map[profiles.Treatment]uint32{
 	profiles.Exclusive: tsExclusive,
 	profiles.Latency:   tsLatency,
 	profiles.Normal:    tsNormal,
-	profiles.Batch:     tsBatch,
+	profiles.Batch:     tsNormal,
 	profiles.Yield:     tsYield,
 }
 
@@ -234,9 +239,10 @@ func buildConfig(p scheduler.Plan) (*config, error) {
 		return nil, fmt.Errorf("no shared CPU left: exclusive groups own every core")
 	}
 
-	// Shared CPUs consume latency layers first, then the normal DSQ, then
-	// batch, then yield layers; groups of one treatment in profile order.
-	for _, t := range []uint32{tsLatency, tsNormal, tsBatch, tsYield} {
+	// Shared CPUs consume latency layers first, then the normal DSQ (batch
+	// groups' layers included), then yield layers; groups of one treatment
+	// in profile order.
+	for _, t := range []uint32{tsLatency, tsNormal, tsYield} {
 		if t == tsNormal {
 			c.Order = append(c.Order, normalDSQ)
 			continue

@@ -90,13 +90,14 @@ func TestBuildConfigSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := cfg.Layers[0]; l.Treatment != tsBatch || l.SliceNs != 100e6 || l.Weight != 50 || l.Preempt != 0 {
+	if l := cfg.Layers[0]; l.Treatment != tsNormal || l.SliceNs != 100e6 || l.Weight != 50 || l.Preempt != 0 {
 		t.Errorf("batch layer %+v", l)
 	}
 	if l := cfg.Layers[1]; l.Weight != 300 || l.SliceNs != 20e6 {
 		t.Errorf("normal layer %+v", l)
 	}
-	if want := []uint64{normalDSQ, layerDSQBase}; !slices.Equal(cfg.Order, want) {
+	// The batch layer is served from the normal DSQ, not after it.
+	if want := []uint64{normalDSQ}; !slices.Equal(cfg.Order, want) {
 		t.Errorf("dispatch order %#x, want %#x", cfg.Order, want)
 	}
 }

@@ -37,6 +37,9 @@ func (b *Backend) Realise(p *profiles.Profile, t *machine.Topology) (scheduler.R
 		if g.RTPriority != 0 {
 			rg.Notes = append(rg.Notes, fmt.Sprintf("rt_priority %d not applied: the sched_ext backend schedules every group in its own class", g.RTPriority))
 		}
+		if g.Treatment == profiles.Batch {
+			rg.Notes = append(rg.Notes, fmt.Sprintf("batch is a normal layer with a %v slice: its weighted share of the vtime queue, as SCHED_BATCH keeps its fair share under CFS", time.Duration(c.Layers[i].SliceNs)))
+		}
 		r.Groups = append(r.Groups, rg)
 	}
 	return r, nil
@@ -70,12 +73,20 @@ func (c *config) orderString() string {
 	return strings.Join(parts, ",")
 }
 
-// treatmentName is the treatment a code stands for.
+// treatmentName is the layer kind a code stands for: a batch group's layer
+// is a normal one.
 func treatmentName(code uint32) string {
-	for t, c := range treatmentCode {
-		if c == code {
-			return string(t)
-		}
+	switch code {
+	case tsExclusive:
+		return string(profiles.Exclusive)
+	case tsLatency:
+		return string(profiles.Latency)
+	case tsNormal:
+		return string(profiles.Normal)
+	case tsYield:
+		return string(profiles.Yield)
+	case tsBestEffort:
+		return string(BestEffortTreatment)
 	}
 	return fmt.Sprint(code)
 }

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -73,9 +74,19 @@ func startWorkload(t *testing.T) *schedulertest.Workload {
 // vmPlan builds the plan of testdata/vmtest/profile.toml for the targets.
 func vmPlan(t *testing.T, tg *schedulertest.Targets) scheduler.Plan {
 	t.Helper()
+	return vmPlanWith(t, tg, nil)
+}
+
+// vmPlanWith is vmPlan with the profile changed by edit first (nil: as
+// loaded).
+func vmPlanWith(t *testing.T, tg *schedulertest.Targets, edit func(*profiles.Profile)) scheduler.Plan {
+	t.Helper()
 	prof, err := profiles.Load(vmFile(t, "TEMPER_VMTEST_PROFILE", "../../testdata/vmtest/profile.toml"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(prof)
 	}
 	topo, err := machine.ReadTopology("/")
 	if err != nil {
@@ -588,6 +599,123 @@ func TestVMYieldNotStarved(t *testing.T) {
 		t.Errorf("revert: %v", err)
 	}
 	t.Logf("detached under saturation in %v", time.Since(start).Round(time.Millisecond))
+}
+
+// TestVMBatchShare saturates the shared CPUs with normal spinners and
+// measures the workload's compute pool (fork/join, ~40% duty per member)
+// as a batch group and then, in the same test, as a normal one: its share
+// of the CPU time the pool and the spinners got. Batch is a normal layer
+// with a long slice, so it keeps about normal's share (as SCHED_BATCH does
+// under CFS) instead of waiting until no normal work is left, which
+// starved it to one run per starvation bound (1 s).
+func TestVMBatchShare(t *testing.T) {
+	b := needSchedExt(t)
+	w := startWorkload(t)
+	tasks := taskSnapshot()
+	// As in TestVMYieldNotStarved, the spinners run only while the
+	// scheduler is attached.
+	spin := func() (pids []int, stop func()) {
+		var cmds []*exec.Cmd
+		stop = func() {
+			for _, c := range cmds {
+				c.Process.Kill()
+				c.Wait()
+			}
+			cmds = nil
+		}
+		t.Cleanup(stop)
+		for range 2 * runtime.NumCPU() {
+			c := exec.Command("sh", "-c", "while :; do :; done")
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds = append(cmds, c)
+			pids = append(pids, c.Process.Pid)
+		}
+		return pids, stop
+	}
+	cpuOf := func(pids []int) uint64 {
+		var sum uint64
+		for _, pid := range pids {
+			_, ns, err := lastRun(pid)
+			if err != nil {
+				t.Fatalf("spinner %d: %v", pid, err)
+			}
+			sum += ns
+		}
+		return sum
+	}
+	share := func(tr profiles.Treatment) float64 {
+		t.Helper()
+		pl := vmPlanWith(t, schedulertest.NewTargets(w.Pid), func(p *profiles.Profile) {
+			for i := range p.ThreadGroups {
+				if g := &p.ThreadGroups[i]; g.Name == "compute" {
+					g.Treatment, g.CPUFraction, g.ExclusiveCores = tr, 0, 0
+				}
+			}
+		})
+		app, err := b.Apply(context.Background(), pl)
+		if err != nil {
+			t.Fatalf("apply with compute %s: %v", tr, err)
+		}
+		a := app.(*Applied)
+		defer a.Revert()
+		pids, stop := spin()
+		defer stop()
+		runtimeOf := func() uint64 {
+			st, err := a.Stats()
+			if err != nil {
+				explainEjection(t, a, tasks)
+				t.Fatal(err)
+			}
+			for _, g := range st {
+				if g.Group == "compute" {
+					return g.RuntimeNs
+				}
+			}
+			t.Fatal("no compute group in the stats")
+			return 0
+		}
+		// Every spinner has run before the window opens (starting them
+		// is slow in the emulated VM).
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			ran := 0
+			for _, pid := range pids {
+				if _, ns, err := lastRun(pid); err == nil && ns > 0 {
+					ran++
+				}
+			}
+			if ran == len(pids) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d spinners ran in a minute", ran, len(pids))
+			}
+		}
+		time.Sleep(time.Second)
+		c0, s0 := runtimeOf(), cpuOf(pids)
+		time.Sleep(4 * time.Second)
+		c, sp := time.Duration(runtimeOf()-c0), time.Duration(cpuOf(pids)-s0)
+		t.Logf("compute as %s: %v of CPU over the window, the %d spinners %v (the window is 4 s of sleep, longer when the test waits for a CPU)", tr, c.Round(time.Millisecond), len(pids), sp.Round(time.Millisecond))
+		if s := state(t); s != "enabled" {
+			t.Errorf("state %q with compute %s under saturation, want enabled", s, tr)
+		}
+		stop()
+		if err := a.Revert(); err != nil {
+			t.Errorf("revert: %v", err)
+		}
+		if c+sp == 0 {
+			t.Fatalf("neither the compute pool nor the spinners ran with compute %s", tr)
+		}
+		return float64(c) / float64(c+sp)
+	}
+	batch, normal := share(profiles.Batch), share(profiles.Normal)
+	t.Logf("the compute pool's share of the CPU time under saturation: %.1f%% as batch, %.1f%% as normal", 100*batch, 100*normal)
+	// Same queue and weight, a longer slice: about the same share. Below a
+	// third of it is batch served after normal work again.
+	if 3*batch < normal {
+		t.Errorf("batch's share %.1f%% is less than a third of normal's %.1f%%", 100*batch, 100*normal)
+	}
 }
 
 // TestVMContextCancelDetaches: cancelling Apply's context detaches the
