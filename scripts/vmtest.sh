@@ -129,6 +129,7 @@ expected=(
 	go/TestVMEjectionReported
 	go/TestVMKfuncWorkaround
 	go/TestVMYieldNotStarved
+	go/TestVMBatchShare
 	go/TestVMContextCancelDetaches
 	go/TestVMContract
 	go/TestVMSwitchover
