@@ -226,6 +226,13 @@ func treatmentMove(i int, g profiles.ThreadGroup, to profiles.Treatment) move {
 	if rank(to) > rank(g.Treatment) {
 		fav = -1
 	}
+	// Between normal and batch no direction is predicted: on sched_ext a
+	// batch group is a normal layer with a longer slice (fewer slice-end
+	// preemptions), on CFS SCHED_BATCH only stops its own wakeups from
+	// preempting.
+	if min(rank(to), rank(g.Treatment)) == rank(profiles.Normal) && max(rank(to), rank(g.Treatment)) == rank(profiles.Batch) {
+		fav = 0
+	}
 	return move{group: i, step: Step{Group: g.Name, Param: "treatment", From: string(g.Treatment), To: string(to), Favour: fav},
 		edit: func(g *profiles.ThreadGroup) {
 			if g.Treatment == profiles.Exclusive {
