@@ -185,6 +185,28 @@ func TestCandidatesLintedAndOneParameter(t *testing.T) {
 	}
 }
 
+// TestTreatmentMoveFavour: a treatment move predicts fewer preemptions
+// per run when it favours the group, more when it relaxes it, and only a
+// change between normal and batch.
+func TestTreatmentMoveFavour(t *testing.T) {
+	for _, tc := range []struct {
+		from, to profiles.Treatment
+		want     int8
+	}{
+		{profiles.Normal, profiles.Latency, 1},
+		{profiles.Latency, profiles.Normal, -1},
+		{profiles.Batch, profiles.Yield, -1},
+		{profiles.Yield, profiles.Batch, 1},
+		{profiles.Normal, profiles.Batch, 0},
+		{profiles.Batch, profiles.Normal, 0},
+	} {
+		m := treatmentMove(0, profiles.ThreadGroup{Name: "g", Treatment: tc.from}, tc.to)
+		if m.step.Favour != tc.want {
+			t.Errorf("%s → %s: favour %d, want %d", tc.from, tc.to, m.step.Favour, tc.want)
+		}
+	}
+}
+
 // TestCoreMovesSizing: a core move's cpu_fraction is synthesize's (the
 // largest that gives exactly the new count) within what the other
 // exclusive groups leave of the request, and a count the rest cannot give
