@@ -79,8 +79,8 @@ func (e *engine) remember(rr *raceResult, stepped bool) {
 	}
 	w := rr.winner
 	for _, x := range rr.racers {
-		if x.rung == 0 {
-			continue // the budget stopped the race before it ran
+		if x.rung == 0 || x.failed != "" {
+			continue // never ran (the budget stopped the race), or its benchmark failed: raced again
 		}
 		if x != w {
 			if key, err := e.realise(x.arm); err == nil {

@@ -23,6 +23,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -33,6 +34,7 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"temper.codes/temper-train/profiles"
+	"temper.codes/temper-train/refine/bench"
 	"temper.codes/temper-train/refine/ledger"
 	"temper.codes/temper-train/refine/stats"
 	"temper.codes/temper-train/scheduler"
@@ -675,6 +677,8 @@ func (e *engine) climb(ctx context.Context, inc Arm) (*roundState, error) {
 				m.Suspect = true
 				d.Reason = fmt.Sprintf("ACCEPTED, SUSPECT: group %q's %s did not move %s; %s", m.Group, m.Counter, m.Predicted, d.Reason)
 			}
+		case x.failed != "":
+			d = e.raceDecision(x, rungs, "dropped", fmt.Sprintf("dropped at rung %d: the benchmark failed under it (%s)", x.rung, x.failed))
 		case x == w:
 			d = e.raceDecision(x, rungs, "unconfirmed", "won the race, not taken: "+why)
 		case x.rung == 0:
@@ -1167,6 +1171,9 @@ func (e *engine) trial(ctx context.Context, id string, side int, arm Arm, bg int
 	t0 := time.Now()
 	m, err := e.runBench(ctx, dir)
 	wall := time.Since(t0)
+	if err != nil && ctx.Err() == nil && failedRun(err) {
+		err = &benchFailed{err}
+	}
 	end := ledger.TrialEnd{Trial: id}
 	if e.sess != nil && err == nil {
 		if after, serr := e.sess.Stats(); serr == nil {
@@ -1220,6 +1227,25 @@ func (e *engine) startOf(id string, end ledger.TrialEnd) time.Time {
 		return t
 	}
 	return end.End
+}
+
+// benchFailed is a trial whose benchmark command failed (failedRun) with
+// nothing else wrong: the scheduler alive, the run not cancelled. Under a
+// candidate in a race that is the candidate's result — it starved the
+// workload until the benchmark saw nothing — and drops it; anywhere else
+// it ends the run.
+type benchFailed struct{ err error }
+
+func (b *benchFailed) Error() string { return b.err.Error() }
+func (b *benchFailed) Unwrap() error { return b.err }
+
+// failedRun says whether err is the benchmark command's own failure: a
+// non-zero exit or its timeout. Output that does not parse, a missing
+// tool or trial directory are the benchmark's setup, the same under any
+// profile.
+func failedRun(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) || errors.Is(err, bench.ErrTimeout)
 }
 
 func (e *engine) runBench(ctx context.Context, dir string) (map[string]float64, error) {

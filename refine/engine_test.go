@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -182,6 +183,89 @@ func TestCandidatesLintedAndOneParameter(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("exclusive_cores 2 on 2 cores not refused: %+v", rej)
+	}
+}
+
+// TestRaceDropsFailedCandidate: a candidate under which the benchmark
+// fails (it starved the workload until the benchmark saw nothing) is
+// dropped from the race with the failure as its reason, and the run goes
+// on; a benchmark failing under the incumbent still ends the run.
+func TestRaceDropsFailedCandidate(t *testing.T) {
+	// As bench.Run reports a command that exits 1.
+	exit := exec.Command("sh", "-c", "exit 1").Run()
+	if exit == nil {
+		t.Fatal("sh -c 'exit 1' did not fail")
+	}
+	starved := fmt.Errorf("jsonl: %w: demo-bench.sh: no requests completed in the window", exit)
+	sched := &fakeScheduler{}
+	inner := noisyBench(sched, 3, 0.05, nil)
+	bench := func(ctx context.Context, dir string) (map[string]float64, error) {
+		if latencyWorkers(sched.current()) {
+			return nil, starved
+		}
+		return inner(ctx, dir)
+	}
+	cfg := testConfig(11)
+	cfg.MinEffect = 0.10
+	env := testEnv(t, sched, bench)
+	res, err := Run(context.Background(), cfg, testProfile(), env)
+	if err != nil {
+		t.Fatalf("a candidate's failed benchmark ended the run: %v", err)
+	}
+	l, err := ledger.Read(env.Ledger.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Header.Config, _ = json.Marshal(cfg)
+	rep, err := ReportOf(l, ReportInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := report.Write(dir, rep); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "REPORT.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "the benchmark failed under it") || strings.Contains(string(md), "Inf") {
+		t.Errorf("REPORT.md does not say the candidate's benchmark failed, or prints an infinity:\n%s", md)
+	}
+	dropped := 0
+	for _, r := range res.Rounds {
+		for _, d := range r.Decisions {
+			if !strings.Contains(d.Step, "workers") || !strings.Contains(d.Step, "latency") {
+				continue
+			}
+			if d.Verdict != "dropped" || !strings.Contains(d.Reason, "the benchmark failed under it") || !strings.Contains(d.Reason, starved.Error()) {
+				t.Errorf("round %d: %s: %s, %q; want dropped for its failed benchmark", r.Index, d.Step, d.Verdict, d.Reason)
+			}
+			dropped++
+		}
+	}
+	if dropped == 0 {
+		t.Error("the failing candidate has no decision")
+	}
+	for _, s := range res.Accepted {
+		if s.Group == "workers" && s.To == "latency" {
+			t.Errorf("the failing candidate was taken: %v", res.Accepted)
+		}
+	}
+	t.Logf("%d trials, %d rounds, stopped: %s", res.Trials, len(res.Rounds), res.Stopped)
+
+	// The input profile is the race's incumbent: its benchmark failing is
+	// the run's error.
+	sched = &fakeScheduler{}
+	inner = noisyBench(sched, 3, 0.05, nil)
+	bench = func(ctx context.Context, dir string) (map[string]float64, error) {
+		if p := sched.current(); p != nil && !latencyWorkers(p) && p.ThreadGroups[0].Treatment == profiles.Normal && p.ThreadGroups[1].Treatment == profiles.Yield {
+			return nil, starved
+		}
+		return inner(ctx, dir)
+	}
+	if _, err := Run(context.Background(), cfg, testProfile(), testEnv(t, sched, bench)); !errors.Is(err, starved) {
+		t.Errorf("the incumbent's failed benchmark: %v, want the run to end with it", err)
 	}
 }
 

@@ -2,6 +2,7 @@ package refine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math"
@@ -97,9 +98,18 @@ type racer struct {
 	base   []sample  // the incumbent trials of its blocks: two per trial
 	at     []float64 // where each trial sat between them (0..1)
 	rungOf []int     // each trial's rung
+	// failed is why the benchmark failed under the candidate, which then
+	// runs no more and ranks last: a candidate that starves the workload
+	// until the benchmark sees nothing has its result.
+	failed string
 }
 
-func (r *racer) mean() float64 { return meanOf(r.scores) }
+func (r *racer) mean() float64 {
+	if r.failed != "" {
+		return math.Inf(-1)
+	}
+	return meanOf(r.scores)
+}
 
 // meanOf is the mean score; a racer without one ranks last.
 func meanOf(x []float64) float64 {
@@ -206,6 +216,10 @@ func (e *engine) race(ctx context.Context, inc Arm, cands []Arm, reserve func() 
 func standings(rs []*racer, dir stats.Direction) string {
 	var parts []string
 	for _, r := range rs[:min(len(rs), 4)] {
+		if r.failed != "" {
+			parts = append(parts, fmt.Sprintf("benchmark failed %s", r.arm.Step))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("%s %s (n=%d)", stats.FormatShift(metricShift(r.mean(), dir)), r.arm.Step, len(r.scores)))
 	}
 	if len(rs) > 4 {
@@ -270,12 +284,26 @@ func (e *engine) rung(ctx context.Context, ri int, inc Arm, alive []*racer, m in
 			}
 		}
 		xs := make([]sample, len(order))
+		seq := make([]int, len(order)) // each trial's place between the ends
+		ran := 0
 		for pos, i := range order {
 			r := alive[i]
+			if r.failed != "" {
+				continue
+			}
+			ran++
+			seq[pos] = ran
 			e.step = r.arm.Step.String()
 			var err error
 			if xs[pos], err = e.trial(ctx, fmt.Sprintf("%s/%02d", id, pos+1), 1, r.arm, bg); err != nil {
-				return nil, err
+				var bf *benchFailed
+				if !errors.As(err, &bf) {
+					return nil, err
+				}
+				r.failed = oneLine(bf.Error())
+				if err := e.note("round %d: the benchmark failed under %s at bg=%d (%s): it is dropped from the race", e.round, r.arm.Step, bg, r.failed); err != nil {
+					return nil, err
+				}
 			}
 		}
 		e.step = "the incumbent"
@@ -292,13 +320,16 @@ func (e *engine) rung(ctx context.Context, ri int, inc Arm, alive []*racer, m in
 		res.ends = append(res.ends, [2]sample{first, last})
 		for pos, i := range order {
 			r := alive[i]
+			if r.failed != "" {
+				continue
+			}
 			v := xs[pos].metrics[c.Metric]
 			if !(v > 0) {
 				return nil, fmt.Errorf("race: %s = %g in a trial of %s: a race scores log ratios and needs positive values", c.Metric, v, r.arm.Step)
 			}
 			// The incumbent where the candidate ran, interpolated between
 			// the block's ends.
-			f := float64(pos+1) / float64(len(order)+1)
+			f := float64(seq[pos]) / float64(ran+1)
 			ref := la + f*(lz-la)
 			s := float64(c.Dir) * (math.Log(v) - ref)
 			r.scores = append(r.scores, s)
@@ -389,6 +420,9 @@ func raceNoise(ends [][2]sample, racers []*racer, metric string) (sigma float64,
 // trials), it only keeps a search on noise from wandering far; a step on
 // noise costs a round.
 func (e *engine) stepRule(w *racer) (bool, string) {
+	if w.failed != "" {
+		return false, "the benchmark failed under every candidate; the last: " + w.failed
+	}
 	m, s := meanOf(w.last), e.scoreSE(w)
 	need := e.stepNeed()
 	gain := fmt.Sprintf("%s ± %s over %d trials of rung %d", stats.FormatShift(gainOf(m)), pctAbs(gainSE(m, s)), len(w.last), w.rung)
@@ -434,5 +468,10 @@ func (e *engine) raceDecision(r *racer, rungs int, verdict, reason string) ledge
 			Gain: ledger.Num(gainOf(meanOf(r.last))), GainSE: ledger.Num(gainSE(meanOf(r.last), e.scoreSE(r)))},
 		Reason: reason}
 	d.Line = fmt.Sprintf("%-11s %s  %s ≈ %s over %d trials, rank %d of %d in rung %d/%d", StageRace, d.Step, c.Metric, stats.FormatShift(shift), len(r.trials), r.rank, r.of, r.rung, rungs)
+	if r.failed != "" {
+		d.Race.Failed = r.failed
+		d.Effect.Center, d.Race.Gain, d.Race.GainSE = ledger.Num(math.NaN()), ledger.Num(math.NaN()), ledger.Num(math.NaN())
+		d.Line = fmt.Sprintf("%-11s %s  the benchmark failed under it in rung %d/%d", StageRace, d.Step, r.rung, rungs)
+	}
 	return d
 }

@@ -261,6 +261,9 @@ type Race struct {
 	// touched since, groups' effects assumed to add).
 	CarriedFrom int    `json:"carried_from,omitempty"`
 	Basis       string `json:"basis,omitempty"`
+	// Failed is, for a candidate dropped because the benchmark failed
+	// under it, the benchmark's error.
+	Failed string `json:"failed,omitempty"`
 }
 
 // Look is one look of the group-sequential final comparison.

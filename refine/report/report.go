@@ -212,7 +212,8 @@ type RaceEntry struct {
 	Rung, Rank, Of int
 	Verdict        string // Dropped, Accepted, Unconfirmed, Carried
 	// Reason is, for a Carried entry, what it was carried on: "from
-	// round 1, its state by difference".
+	// round 1, its state by difference"; for a Dropped one, why if not
+	// its rank (its benchmark failed).
 	Reason string
 	// Mechanism says whether the group's scheduler stats moved as the
 	// treatment predicts ("" if not checked); Suspect marks a gain

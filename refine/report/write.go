@@ -515,6 +515,9 @@ func verdictText(e RaceEntry) string {
 	case Carried:
 		return "carried: " + orDash(e.Reason)
 	case Dropped:
+		if e.Reason != "" {
+			return fmt.Sprintf("dropped at rung %d: %s", e.Rung, e.Reason)
+		}
 		if e.Of > 0 {
 			return fmt.Sprintf("dropped, rank %d of %d", e.Rank, e.Of)
 		}
