@@ -175,7 +175,9 @@ func (e *engine) race(ctx context.Context, inc Arm, cands []Arm, reserve func() 
 		}
 		e.planned = e.trials + cost(m) + raceTrials(rs[ri+1:]) + reserve()
 		for _, r := range alive {
-			r.last, r.rung = nil, ri+1
+			if r.failed == "" { // a failed one stays at the rung it failed in
+				r.last, r.rung = nil, ri+1
+			}
 		}
 		var check func() error
 		if e.round == 1 && ri == 0 {
