@@ -23,7 +23,7 @@
 #                   (downloaded once into $TEMPER_CACHE, default
 #                   ~/.cache/temper-train; a few minutes)
 #   make vmtest-refine  refine and train through sched_ext in that VM: the
-#                   demo, SIGKILL → revert → resume, Redis (about 28 min)
+#                   demo, SIGKILL → revert → resume, Redis (about 16 min)
 #   make generate   regenerate observe/perfettopb (needs protoc) and the bpf2go
 #                   output in bpf/ (needs clang-19, libbpf-dev)
 
@@ -106,7 +106,7 @@ vmtest:
 	GO=$(GO) scripts/vmtest.sh
 
 # refine and train through the embedded sched_ext scheduler in the VM: the
-# demo workload, SIGKILL → revert → resume, Redis (about 28 min under TCG;
+# demo workload, SIGKILL → revert → resume, Redis (about 16 min under TCG;
 # the REPORT.md files and ledgers land in /tmp/temper-vmtest-out).
 .PHONY: vmtest-refine
 vmtest-refine:

@@ -17,7 +17,7 @@
 #   VMTEST_RUN=RE    only the Go tests matching RE; VMTEST_E2E=0 skips the
 #                    CLI checks of apply and observe (both for working on one
 #                    check: the summary then lists the others as missing)
-#   VMTEST_REFINE=1  adds refine and train through sched_ext (about 28 min
+#   VMTEST_REFINE=1  adds refine and train through sched_ext (about 16 min
 #                    under TCG; testdata/vmtest/refine.sh): they are expected
 #                    only then. VMTEST_REFINE=demo,kill,redis runs those parts
 #                    only. Default 0: make vmtest-refine runs them alone (the
