@@ -23,7 +23,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -678,7 +677,7 @@ func (e *engine) climb(ctx context.Context, inc Arm) (*roundState, error) {
 				d.Reason = fmt.Sprintf("ACCEPTED, SUSPECT: group %q's %s did not move %s; %s", m.Group, m.Counter, m.Predicted, d.Reason)
 			}
 		case x.failed != "":
-			d = e.raceDecision(x, rungs, "dropped", fmt.Sprintf("dropped at rung %d: the benchmark failed under it (%s)", x.rung, x.failed))
+			d = e.raceDecision(x, rungs, "dropped", fmt.Sprintf("dropped at rung %d: %s (%s)", x.rung, failedUnder, x.failed))
 		case x == w:
 			d = e.raceDecision(x, rungs, "unconfirmed", "won the race, not taken: "+why)
 		case x.rung == 0:
@@ -1171,7 +1170,7 @@ func (e *engine) trial(ctx context.Context, id string, side int, arm Arm, bg int
 	t0 := time.Now()
 	m, err := e.runBench(ctx, dir)
 	wall := time.Since(t0)
-	if err != nil && ctx.Err() == nil && failedRun(err) {
+	if err != nil && ctx.Err() == nil && bench.CommandFailed(err) {
 		err = &benchFailed{err}
 	}
 	end := ledger.TrialEnd{Trial: id}
@@ -1229,7 +1228,8 @@ func (e *engine) startOf(id string, end ledger.TrialEnd) time.Time {
 	return end.End
 }
 
-// benchFailed is a trial whose benchmark command failed (failedRun) with
+// benchFailed is a trial whose benchmark command failed
+// (bench.CommandFailed) with
 // nothing else wrong: the scheduler alive, the run not cancelled. Under a
 // candidate in a race that is the candidate's result — it starved the
 // workload until the benchmark saw nothing — and drops it; anywhere else
@@ -1238,15 +1238,6 @@ type benchFailed struct{ err error }
 
 func (b *benchFailed) Error() string { return b.err.Error() }
 func (b *benchFailed) Unwrap() error { return b.err }
-
-// failedRun says whether err is the benchmark command's own failure: a
-// non-zero exit or its timeout. Output that does not parse, a missing
-// tool or trial directory are the benchmark's setup, the same under any
-// profile.
-func failedRun(err error) bool {
-	var ee *exec.ExitError
-	return errors.As(err, &ee) || errors.Is(err, bench.ErrTimeout)
-}
 
 func (e *engine) runBench(ctx context.Context, dir string) (map[string]float64, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -104,6 +104,10 @@ type racer struct {
 	failed string
 }
 
+// failedUnder is what the ledger, the log and REPORT.md say of a candidate
+// dropped for a failed benchmark.
+const failedUnder = "the benchmark failed under it"
+
 func (r *racer) mean() float64 {
 	if r.failed != "" {
 		return math.Inf(-1)
@@ -473,7 +477,7 @@ func (e *engine) raceDecision(r *racer, rungs int, verdict, reason string) ledge
 	if r.failed != "" {
 		d.Race.Failed = r.failed
 		d.Effect.Center, d.Race.Gain, d.Race.GainSE = ledger.Num(math.NaN()), ledger.Num(math.NaN()), ledger.Num(math.NaN())
-		d.Line = fmt.Sprintf("%-11s %s  the benchmark failed under it in rung %d/%d", StageRace, d.Step, r.rung, rungs)
+		d.Line = fmt.Sprintf("%-11s %s  %s in rung %d/%d", StageRace, d.Step, failedUnder, r.rung, rungs)
 	}
 	return d
 }

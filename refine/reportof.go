@@ -269,7 +269,7 @@ func ReportOf(l *ledger.Ledger, info ReportInfo) (report.Report, error) {
 			if d.Verdict == report.Carried {
 				en.Reason = carriedText(x)
 			} else if x.Failed != "" {
-				en.Reason = "the benchmark failed under it: " + x.Failed
+				en.Reason = failedUnder + ": " + x.Failed
 			} else if d.Verdict != report.Dropped {
 				rc.Stopped = d.Reason
 			}

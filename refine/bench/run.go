@@ -20,6 +20,15 @@ import (
 // ErrTimeout is wrapped by Run when a trial outlives its timeout.
 var ErrTimeout = errors.New("benchmark timed out")
 
+// CommandFailed says whether err, from Run, is the command's own failure:
+// it exited non-zero, was killed, or outlived its timeout. Output that does
+// not parse (*ParseError), a missing tool or trial directory are not: they
+// are the benchmark's setup, the same whatever runs beside it.
+func CommandFailed(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) || errors.Is(err, ErrTimeout)
+}
+
 // Command is one trial's benchmark command.
 type Command struct {
 	Argv    []string
