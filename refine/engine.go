@@ -1229,11 +1229,10 @@ func (e *engine) startOf(id string, end ledger.TrialEnd) time.Time {
 }
 
 // benchFailed is a trial whose benchmark command failed
-// (bench.CommandFailed) with
-// nothing else wrong: the scheduler alive, the run not cancelled. Under a
-// candidate in a race that is the candidate's result — it starved the
-// workload until the benchmark saw nothing — and drops it; anywhere else
-// it ends the run.
+// (bench.CommandFailed) with nothing else wrong: the scheduler alive, the
+// run not cancelled. Under a candidate in a race that is the candidate's
+// result — it starved the workload until the benchmark saw nothing — and
+// drops it; anywhere else it ends the run.
 type benchFailed struct{ err error }
 
 func (b *benchFailed) Error() string { return b.err.Error() }
