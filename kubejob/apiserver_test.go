@@ -87,25 +87,6 @@ func serviceAccountToken(t *testing.T, api *kubetest.Server, ns, name string) st
 	return tr.Status.Token
 }
 
-// grant gives user (a user name, or a service account as ns/name) a Role in
-// ns with the rules.
-func grant(t *testing.T, api *kubetest.Server, ns, user string, rules ...rbacv1.PolicyRule) {
-	t.Helper()
-	ctx := context.Background()
-	name := "grant-" + kubetest.RandomHex(4)
-	if _, err := api.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	subject := rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}
-	if sa, name, ok := strings.Cut(user, "/"); ok {
-		subject = rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Namespace: sa, Name: name}
-	}
-	if _, err := api.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-		Subjects: []rbacv1.Subject{subject}, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // startRun builds and creates a run for pod as admin.
 func startRun(t *testing.T, api *kubetest.Server, pod *corev1.Pod, jobNS string, edit func(*Spec)) (*Client, *Objects) {
 	t.Helper()
@@ -281,7 +262,7 @@ func TestPermissionErrors(t *testing.T) {
 	wantLine(t, err, `cannot get pods checkout in namespace "`+ns+`": ask your admin for a Role granting "get" on pods`)
 
 	readPods := rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}
-	grant(t, api, ns, "nobody", readPods)
+	api.Grant(t, ns, "nobody", readPods)
 	err = nobody.Check(ctx, Permissions(o, false))
 	wantLine(t, err, `cannot create jobs.batch in namespace "`+ns+`": ask your admin for a Role granting "create" on jobs.batch`)
 	err = nobody.Create(ctx, o)
@@ -291,13 +272,13 @@ func TestPermissionErrors(t *testing.T) {
 	if _, err := api.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "ci"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	grant(t, api, ns, ns+"/ci", readPods)
+	api.Grant(t, ns, ns+"/ci", readPods)
 	ci := clientFor(t, api, serviceAccountToken(t, api, ns, "ci"))
 	err = ci.Check(ctx, Permissions(o, false))
 	wantLine(t, err, `cannot create jobs.batch in namespace "`+ns+`"`)
 
 	// Allowed to create jobs but not the rest: the next missing one.
-	grant(t, api, ns, ns+"/ci", rbacv1.PolicyRule{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create", "patch"}})
+	api.Grant(t, ns, ns+"/ci", rbacv1.PolicyRule{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create", "patch"}})
 	err = ci.Check(ctx, Permissions(o, false))
 	wantLine(t, err, `cannot create serviceaccounts in namespace "`+ns+`"`)
 	if jobs, _ := api.Client.BatchV1().Jobs(ns).List(ctx, metav1.ListOptions{}); len(jobs.Items) != 0 {

@@ -505,15 +505,7 @@ func TestJobPermissions(t *testing.T) {
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "img"}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := api.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "read-pods"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := api.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "read-pods"},
-		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "nobody"}},
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "read-pods"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	api.Grant(t, ns, "nobody", rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}})
 	base := []string{"job", "--kubeconfig", api.NobodyKubeconfig, "--image", "registry.example/temper-train:v1"}
 	for _, tc := range []struct {
 		name string
