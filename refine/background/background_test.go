@@ -114,12 +114,10 @@ func checkSpinners(t *testing.T, h cgroup.Hierarchy, pids []int, cgroup string) 
 		if err != nil || filepath.Join(h.Root, cg.CPU()) != cgroup {
 			t.Errorf("spinner %d: cgroup %q, %v; want %s", pid, cg.CPU(), err, cgroup)
 		}
-		// An empty command line is a process gone or exiting: another
-		// package's test running apply --revert at the same time
-		// (RemoveLeftovers) reaps a crashed run's spinners too.
+		// An empty command line is a process gone or exiting.
 		cmd, _ := fsys.Cmdline(pid)
 		if args := cmd.Args(); len(args) == 0 || args[0] != spinnerName {
-			t.Errorf("spinner %d runs %q (empty: gone; a concurrent apply --revert reaps a dead run's spinners)", pid, args)
+			t.Errorf("spinner %d runs %q (empty: gone)", pid, args)
 		}
 	}
 	// At the lowest weight a spinner gets CPU time only when the machine
@@ -229,6 +227,14 @@ func crashedRun(t *testing.T, n int, pdeathsig bool) helperOut {
 
 func TestReapAfterCrash(t *testing.T) {
 	h := needCgroups(t)
+	// Another package's test may reap at the same time (apply --revert):
+	// holding the reaper lock keeps the orphans below for this test's
+	// checks until its own Reap.
+	unlock, err := lockReaping(reapLock, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(unlock)
 	// Without PR_SET_PDEATHSIG the spinners outlive the crashed run: what
 	// Reap is for (it also covers a death between fork and prctl).
 	run := crashedRun(t, 2, false)
@@ -245,6 +251,7 @@ func TestReapAfterCrash(t *testing.T) {
 		}
 	}
 	checkSpinners(t, h, run.Pids, run.Cgroup)
+	unlock() // whoever reaps next, the end state is the same
 	if err := Reap(run.Pids); err != nil {
 		t.Fatal(err)
 	}
@@ -400,4 +407,25 @@ func TestLowestWeight(t *testing.T) {
 	if riv == 0 || float64(spin) > float64(riv)/5 {
 		t.Errorf("spinner got %d ticks against the rival's %d: its low weight is not in force", spin, riv)
 	}
+}
+
+// TestReaperLock: a second reaper waits for the first and, past its wait,
+// gets one line naming the lock; once the first lets go it gets the lock.
+func TestReaperLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "reap.lock")
+	unlock, err := lockReaping(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = lockReaping(path, 50*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), path) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("a second reaper got %v; want one line naming %s", err, path)
+	}
+	unlock()
+	unlock() // a second call is harmless
+	again, err := lockReaping(path, 0)
+	if err != nil {
+		t.Fatalf("after unlock: %v", err)
+	}
+	again()
 }

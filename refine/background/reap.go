@@ -8,8 +8,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"temper.codes/temper-train/internal/cgroup"
 	"temper.codes/temper-train/internal/procfs"
@@ -21,12 +24,21 @@ import (
 // it is gone (the cgroup's name records the owner's pid and start time). Any
 // other pid is left alone: it exited and was reused, or belongs to a live
 // run. Reap then removes every empty spinner cgroup whose owner is gone.
+//
+// One Reap runs at a time on a machine (reapLock): a second one would find
+// the first one's killed spinners still in their cgroups and report those
+// cgroups as holding pids that are not spinners.
 func Reap(pids []int) error {
 	fsys := procfs.New("/proc")
 	h, err := cgroup.Find()
 	if err != nil {
 		return fmt.Errorf("background: %w", err)
 	}
+	unlock, err := lockReaping(reapLock, time.Minute)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	// The tasks of a dead run's spinner cgroups are candidates too: a pid
 	// the ledger did not get (the run died while starting spinners).
 	leftovers, errs := deadRunTasks(h)
@@ -59,6 +71,38 @@ func Reap(pids []int) error {
 		errs = append(errs, sweep(fsys, h.Cpuset))
 	}
 	return errors.Join(errs...)
+}
+
+// reapLock is the file whose flock(2) Reap holds. /run/lock is a tmpfs
+// anyone may write on Debian; the lock needs no content.
+const reapLock = "/run/lock/temper-train-reap.lock"
+
+// lockReaping takes the exclusive flock on path, waiting up to wait for
+// another holder. The kernel drops the lock when its holder dies, however
+// it dies; unlock drops it before that, and may be called again.
+func lockReaping(path string, wait time.Duration) (unlock func(), err error) {
+	// A minimal system (the test VM's) may have no /run/lock yet.
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("background: reaper lock: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("background: reaper lock: %w", err)
+	}
+	for deadline := time.Now().Add(wait); ; {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return sync.OnceFunc(func() { f.Close() }), nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return nil, fmt.Errorf("background: another process has held the reaper lock %s for over %v: find it with lsof %s, and let it finish or stop it", path, wait, path)
+			}
+			return nil, fmt.Errorf("background: reaper lock %s: %w", path, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // RemoveLeftovers removes what dead runs left of their spinners: it kills
