@@ -27,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -476,6 +477,12 @@ func (l *loop) cycle(ctx context.Context, c int) (ledger.Cycle, error) {
 		rec.State = Unchanged
 		rec.Reason = "refine kept nothing new: " + res.Stopped
 		for _, d := range res.Final {
+			if math.IsNaN(float64(d.P)) {
+				// A look that measured nothing (the benchmark failed
+				// under the refined profile) says why in its reason.
+				rec.Reason += fmt.Sprintf("; final vs %s: %s", res.Reference, d.Reason)
+				continue
+			}
 			rec.Reason += fmt.Sprintf("; final vs %s at bg=%d: %s %s, p=%.3g, %s", res.Reference, d.Bg, d.Metric, d.Shift(), float64(d.P), d.Verdict)
 		}
 		return rec, l.endCycle(lw, cdir, rec.Reason, refined)

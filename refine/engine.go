@@ -866,7 +866,11 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 	for k := 0; k < len(seq.Looks); k++ {
 		nk := seq.Looks[k]
 		if err := e.extend(ctx, fmt.Sprintf("final%d-%s", k+1, refined.Hash), arms, nk-prev, xs); err != nil {
-			return err
+			var bf *benchFailed
+			if !errors.As(err, &bf) || bf.candidate != refined.Key() {
+				return err
+			}
+			return e.finalFailed(k, len(seq.Looks), refined, base, xs, b, r, bf)
 		}
 		prev = nk
 		rules, guards = e.guardData(xs, c.Ladder, b, r)
@@ -922,6 +926,41 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 	return nil
 }
 
+// finalFailed ends the final at look k, the refined profile not kept,
+// when the benchmark failed under that profile (a trial's command failed
+// with the scheduler alive: it starved the workload until the benchmark
+// saw nothing). That is the profile's result, however the race went, not
+// a reason to end the run without a report. The look is recorded with no
+// effect, since it had no complete data; the per-level checks and the
+// tier's descriptions are not, for the same reason.
+func (e *engine) finalFailed(k, of int, refined, base Arm, xs map[int][][]sample, b, r int, bf *benchFailed) error {
+	c := &e.cfg
+	var n [2]int
+	for _, x := range xs {
+		n[0] += len(x[b])
+		n[1] += len(x[r])
+	}
+	nan := ledger.Num(math.NaN())
+	none := ledger.Interval{Lo: nan, Center: nan, Hi: nan}
+	why := fmt.Sprintf("%s in trial %s (bg=%d): %s", failedUnderRefined, bf.trial, bf.bg, oneLine(bf.Error()))
+	d := ledger.Decision{Stage: StageFinal, Step: e.stepOfFinal(base), Candidate: refined.Key(), Test: "stratified-rank-sum", Metric: c.Metric,
+		Bg: ledger.AllLevels, N: n, Base: none, Cand: none, Effect: none, P: nan, Verdict: stats.Drop.String(),
+		Look: &ledger.Look{Index: k + 1, Of: of, Alpha: nan, Spent: nan, Outcome: stats.Drop.String(),
+			N: e.res.FinalN, Noise: ledger.Num(e.res.Noise), Detectable: ledger.Num(e.res.Detectable)},
+		Reason: "NOT KEPT: " + why}
+	d.Line = fmt.Sprintf("%-11s %s  look %d/%d  all levels  n=%d+%d  NOT KEPT: %s", StageFinal, d.Step, k+1, of, n[0], n[1], failedUnderRefined)
+	if err := e.record(&d); err != nil {
+		return err
+	}
+	e.res.Final = append(e.res.Final, d)
+	e.res.Kept = false
+	return e.note("final: %s: not kept", why)
+}
+
+// failedUnderRefined is what the ledger, the log and REPORT.md say of a
+// final that ended for a failed benchmark under the refined profile.
+const failedUnderRefined = "the benchmark failed under the refined profile"
+
 // held is n per arm and level cut, two at a time and not below floor, to
 // what the budget holds for a final's (or an equivalence check's) trials
 // from have to n per arm and level.
@@ -934,18 +973,15 @@ func (e *engine) held(n, have, floor int) int {
 
 // extend runs a look's n more trials per arm and level of arms
 // (compareArms, id naming them) and adds them to xs, the look's trials so
-// far by level and arm.
+// far by level and arm; on an error, the trials run before it.
 func (e *engine) extend(ctx context.Context, id string, arms []Arm, n int, xs map[int][][]sample) error {
 	more, err := e.compareArms(ctx, id, arms, n)
-	if err != nil {
-		return err
-	}
 	for bg, x := range more {
 		for side := range x {
 			xs[bg][side] = append(xs[bg][side], x[side]...)
 		}
 	}
-	return nil
+	return err
 }
 
 // resize re-sizes the final after look k from the races' noise pooled
@@ -1050,7 +1086,7 @@ func (e *engine) compare(ctx context.Context, id string, a, b Arm, n int) (map[i
 // shuffled; at each level the blocks' orders go round the rotations of one
 // order drawn from the seed and id (ABBA then BAAB for two arms), so that
 // every arm leads equally often, not by chance. It returns the samples by
-// level and arm.
+// level and arm: on an error, the ones run before it.
 func (e *engine) compareArms(ctx context.Context, id string, arms []Arm, n int) (map[int][][]sample, error) {
 	h := fnv.New64a()
 	h.Write([]byte(id))
@@ -1078,7 +1114,7 @@ func (e *engine) compareArms(ctx context.Context, id string, arms []Arm, n int) 
 		for _, side := range order {
 			s, err := e.trial(ctx, fmt.Sprintf("%s/%03d", id, k), side, arms[side], bg)
 			if err != nil {
-				return nil, err
+				return out, err
 			}
 			out[bg][side] = append(out[bg][side], s)
 			k++
@@ -1171,7 +1207,7 @@ func (e *engine) trial(ctx context.Context, id string, side int, arm Arm, bg int
 	m, err := e.runBench(ctx, dir)
 	wall := time.Since(t0)
 	if err != nil && ctx.Err() == nil && bench.CommandFailed(err) {
-		err = &benchFailed{err}
+		err = &benchFailed{err: err, candidate: arm.Key(), trial: id, bg: bg}
 	}
 	end := ledger.TrialEnd{Trial: id}
 	if e.sess != nil && err == nil {
@@ -1230,10 +1266,16 @@ func (e *engine) startOf(id string, end ledger.TrialEnd) time.Time {
 
 // benchFailed is a trial whose benchmark command failed
 // (bench.CommandFailed) with nothing else wrong: the scheduler alive, the
-// run not cancelled. Under a candidate in a race that is the candidate's
-// result — it starved the workload until the benchmark saw nothing — and
-// drops it; anywhere else it ends the run.
-type benchFailed struct{ err error }
+// run not cancelled. Under a candidate in a race, or the refined profile
+// in the final, that is the profile's result — it starved the workload
+// until the benchmark saw nothing — and drops it; under the incumbent,
+// stock or the tier alone it ends the run.
+type benchFailed struct {
+	err       error
+	candidate string // the arm's Key
+	trial     string
+	bg        int
+}
 
 func (b *benchFailed) Error() string { return b.err.Error() }
 func (b *benchFailed) Unwrap() error { return b.err }

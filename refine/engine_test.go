@@ -269,6 +269,99 @@ func TestRaceDropsFailedCandidate(t *testing.T) {
 	}
 }
 
+// TestFinalFailedUnderRefined: a benchmark that fails under the refined
+// profile in the final ends the final with the profile not kept, a
+// recorded look that says why, and a report; under stock it ends the run.
+func TestFinalFailedUnderRefined(t *testing.T) {
+	exit := exec.Command("sh", "-c", "exit 1").Run()
+	if exit == nil {
+		t.Fatal("sh -c 'exit 1' did not fail")
+	}
+	starved := fmt.Errorf("jsonl: %w: no requests completed in the window", exit)
+	// failIn fails the final's trials (their directories are named after
+	// the final's trial ids) under a profile (refined) or under none (stock).
+	failIn := func(sched *fakeScheduler, refined bool) Bench {
+		inner := noisyBench(sched, 5, 0.05, func(p *profiles.Profile) float64 {
+			if latencyWorkers(p) {
+				return 0.7 // the step the race takes
+			}
+			return 1
+		})
+		return func(ctx context.Context, dir string) (map[string]float64, error) {
+			if strings.HasPrefix(filepath.Base(dir), "final") && (sched.current() != nil) == refined {
+				return nil, starved
+			}
+			return inner(ctx, dir)
+		}
+	}
+	cfg := testConfig(7)
+	cfg.MinEffect = 0.10
+	sched := &fakeScheduler{}
+	env := testEnv(t, sched, failIn(sched, true))
+	res, err := Run(context.Background(), cfg, testProfile(), env)
+	if err != nil {
+		t.Fatalf("a failed benchmark under the refined profile ended the run: %v", err)
+	}
+	if res.Kept {
+		t.Error("the refined profile the benchmark failed under was kept")
+	}
+	if len(res.Final) != 1 {
+		t.Fatalf("the final has %d decisions, want the one look that ended it: %+v", len(res.Final), res.Final)
+	}
+	d := res.Final[0]
+	if d.Verdict != "drop" || d.Look == nil || d.Look.Outcome != "drop" || !strings.Contains(d.Reason, "NOT KEPT: the benchmark failed under the refined profile") || !strings.Contains(d.Reason, starved.Error()) {
+		t.Errorf("the final's decision: %s, %+v, %q; want a dropped look naming the failure", d.Verdict, d.Look, d.Reason)
+	}
+	l, err := ledger.Read(env.Ledger.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The look counts the final's trials that completed, by arm.
+	failed, done := 0, [2]int{}
+	for _, st := range l.Starts {
+		end, ok := l.Ends[st.Trial]
+		switch {
+		case !ok || st.Stage != StageFinal:
+		case end.Error != "":
+			failed++
+		case st.Candidate == d.Candidate:
+			done[1]++
+		default:
+			done[0]++
+		}
+	}
+	if failed != 1 || d.N != done {
+		t.Errorf("the ledger has %d failed final trials and %v completed; want 1 failed, and the look's n %v to count the completed", failed, done, d.N)
+	}
+	l.Header.Config, _ = json.Marshal(cfg)
+	rep, err := ReportOf(l, ReportInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := report.Write(dir, rep); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "REPORT.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"**Nothing kept**", "the benchmark failed under the refined profile", fmt.Sprintf("| 1 of 2 | %d+%d |", done[0], done[1]), "| drop |"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("REPORT.md does not say %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(string(md), "NaN") || strings.Contains(string(md), "Inf") {
+		t.Errorf("REPORT.md prints a NaN or an infinity:\n%s", md)
+	}
+
+	// Under stock the workload itself fails: the run's error.
+	sched = &fakeScheduler{}
+	if _, err := Run(context.Background(), cfg, testProfile(), testEnv(t, sched, failIn(sched, false))); !errors.Is(err, starved) {
+		t.Errorf("stock's failed benchmark in the final: %v, want the run to end with it", err)
+	}
+}
+
 // TestTreatmentMoveFavour: a treatment move predicts fewer preemptions
 // per run when it favours the group, more when it relaxes it, and only a
 // change between normal and batch.

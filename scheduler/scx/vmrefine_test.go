@@ -549,11 +549,12 @@ func TestResumedLedger(t *testing.T) {
 	if o := l.Open(); len(o) != 0 {
 		t.Errorf("%d trials still open after the resumed run: %v", len(o), o)
 	}
-	// A trial may fail only under a candidate the race dropped for it (a
+	// A trial may fail only under a candidate the race dropped for it, or
+	// under the refined profile the final then did not keep for it (a
 	// profile that starved the workload until the benchmark saw nothing).
 	dropped := map[string]bool{}
 	for _, d := range l.Decisions {
-		if d.Race != nil && d.Race.Failed != "" {
+		if d.Race != nil && d.Race.Failed != "" || d.Look != nil && strings.Contains(d.Reason, "NOT KEPT: the benchmark failed under the refined profile") {
 			dropped[d.Candidate] = true
 		}
 	}
