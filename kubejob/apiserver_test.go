@@ -10,6 +10,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -201,7 +202,10 @@ func TestCreate(t *testing.T) {
 			}
 
 			// What the Job's pod may do, with the token the kubelet
-			// would mount for it.
+			// would mount for it, once the bindings Create made count.
+			api.AwaitAllowed(t, runNS+"/"+o.Job.Name,
+				authorizationv1.ResourceAttributes{Namespace: ns, Verb: "get", Resource: "pods", Name: "checkout"},
+				authorizationv1.ResourceAttributes{Namespace: runNS, Verb: "update", Resource: "configmaps", Name: o.Job.Name})
 			pc := clientFor(t, api, serviceAccountToken(t, api, runNS, o.Job.Name))
 			may := func(verb, res, resNS, name string) bool {
 				t.Helper()

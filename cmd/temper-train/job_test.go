@@ -18,6 +18,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -194,6 +195,12 @@ func runJobPod(ctx context.Context, api *kubetest.Server, node *fakeNode, job *b
 		return err
 	}
 	defer os.RemoveAll(dir)
+	// The run publishes to its ConfigMap with this account: once the
+	// binding the job command made counts (RBAC decides from a watch cache).
+	if err := api.WaitAllowed(ctx, job.Namespace+"/"+tmpl.ServiceAccountName, authorizationv1.ResourceAttributes{
+		Namespace: job.Namespace, Verb: "update", Resource: "configmaps", Name: job.Name}); err != nil {
+		return err
+	}
 	tr, err := api.Client.CoreV1().ServiceAccounts(job.Namespace).CreateToken(ctx, tmpl.ServiceAccountName,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
 	if err != nil {

@@ -124,6 +124,24 @@ func startPostgres(t *testing.T) (port int, user string) {
 		}
 	})
 	testkit.WaitPort(t, port, 30*time.Second, exited)
+	// The port opens before the server takes connections ("the database
+	// system is starting up", seen in CI): pg_isready says when it does.
+	ready := pgTool(t, "pg_isready")
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		out, err := exec.Command(ready, "-q", "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "postgres").CombinedOutput()
+		if err == nil {
+			break
+		}
+		select {
+		case <-exited:
+			t.Fatalf("postgres exited while starting")
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("postgres on port %d is not ready after 30s: pg_isready: %v %s", port, err, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	return port, "postgres"
 }
 
