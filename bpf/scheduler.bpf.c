@@ -94,6 +94,10 @@ __u64 last_served[TS_MAX_LAYERS + 1];
 // How many CPUs run a BestEffort task now: wakeups look for one to preempt
 // only when some do.
 __s64 besteffort_running;
+// How many wakeups have kicked a CPU off a BestEffort task, for tests: the
+// test VM's emulated CPUs cannot time what the kick saves (a wait for a
+// BestEffort slice to end), but they can count that it happens.
+__u64 besteffort_kicks;
 
 // task_layers: tid → layer, maintained by user space. Absent: default layer.
 struct {
@@ -121,10 +125,16 @@ struct ts_mask {
 	struct bpf_cpumask __ts_kptr *mask;
 };
 
-// masks[0]: the shared CPUs (cores no exclusive layer owns).
+// masks[TS_MASK_SHARED]: the shared CPUs (cores no exclusive layer owns).
+// masks[TS_MASK_BESTEFFORT]: the shared CPUs running a BestEffort task the
+// starvation guard did not put there, which a wakeup may preempt; kept by
+// ts_running and ts_stopping, so that a wakeup finds one without a scan of
+// every CPU.
+#define TS_MASK_SHARED 0
+#define TS_MASK_BESTEFFORT 1
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct ts_mask);
 } masks SEC(".maps");
@@ -204,6 +214,8 @@ extern __s32 scx_bpf_dsq_nr_queued(__u64 dsq_id) __ksym;
 extern struct bpf_cpumask *bpf_cpumask_create(void) __ksym;
 extern void bpf_cpumask_release(struct bpf_cpumask *cpumask) __ksym;
 extern void bpf_cpumask_set_cpu(__u32 cpu, struct bpf_cpumask *cpumask) __ksym;
+extern void bpf_cpumask_clear_cpu(__u32 cpu, struct bpf_cpumask *cpumask) __ksym;
+extern __u32 bpf_cpumask_any_and_distribute(const struct cpumask *src1, const struct cpumask *src2) __ksym;
 extern bool bpf_cpumask_test_cpu(__u32 cpu, const struct cpumask *cpumask) __ksym;
 extern bool bpf_cpumask_intersects(const struct cpumask *src1, const struct cpumask *src2) __ksym;
 extern struct cgroup *scx_bpf_task_cgroup(struct task_struct *p) __ksym;
@@ -336,16 +348,16 @@ static __always_inline __u64 slice_of(__u32 layer)
 	return s ? s : SCX_SLICE_DFL;
 }
 
+static __always_inline struct bpf_cpumask *mask_of(__u32 which)
+{
+	struct ts_mask *m = bpf_map_lookup_elem(&masks, &which);
+
+	return m ? m->mask : NULL;
+}
+
 static __always_inline const struct cpumask *shared_mask(void)
 {
-	__u32 zero = 0;
-	struct ts_mask *m = bpf_map_lookup_elem(&masks, &zero);
-	struct bpf_cpumask *mask;
-
-	if (!m)
-		return NULL;
-	mask = m->mask;
-	return (const struct cpumask *)mask;
+	return (const struct cpumask *)mask_of(TS_MASK_SHARED);
 }
 
 static __always_inline bool cpu_owned(__s32 cpu)
@@ -631,29 +643,29 @@ static __always_inline bool besteffort_preemptible(struct task_struct *p, __s32 
 }
 
 // preempt_besteffort makes room for p, just queued on the shared CPUs: a
-// CPU running a BestEffort task is kicked (p's last CPU first), and its
-// dispatch then takes p's DSQ before the BestEffort one. As a CFS task
-// preempts an idle entity on wakeup.
+// CPU running a BestEffort task is kicked (p's last CPU first, else one of
+// masks[TS_MASK_BESTEFFORT] p may run on), and its dispatch then takes
+// p's DSQ before the BestEffort one. As a CFS task preempts an idle entity
+// on wakeup.
 static __always_inline void preempt_besteffort(struct task_struct *p)
 {
-	const struct cpumask *shared;
+	const struct cpumask *shared, *be;
 	__s32 cpu;
 
 	if (!tier_on() || besteffort_running <= 0)
 		return;
 	shared = shared_mask();
-	if (!shared)
+	be = (const struct cpumask *)mask_of(TS_MASK_BESTEFFORT);
+	if (!shared || !be)
 		return;
 	cpu = scx_bpf_task_cpu(p);
+	if (!besteffort_preemptible(p, cpu, shared))
+		cpu = bpf_cpumask_any_and_distribute(be, p->cpus_ptr);
+	// The mask can be a moment behind a CPU's switch: the CPU's own
+	// state decides.
 	if (besteffort_preemptible(p, cpu, shared)) {
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-		return;
-	}
-	for (__u32 c = 0; c < TS_MAX_CPUS && c < nr_cpus; c++) {
-		if (besteffort_preemptible(p, c, shared)) {
-			scx_bpf_kick_cpu(c, SCX_KICK_PREEMPT);
-			return;
-		}
+		__sync_fetch_and_add(&besteffort_kicks, 1);
 	}
 }
 
@@ -959,6 +971,21 @@ static __always_inline bool exclusive_on(struct ts_cpu_state *st)
 	return st && st->tid && treatment_of(st->layer) == TS_EXCLUSIVE;
 }
 
+// set_besteffort_cpu puts cpu in masks[TS_MASK_BESTEFFORT] (a shared CPU
+// only: an owned core never runs BestEffort work, and is never kicked for
+// it) or takes it out.
+static __always_inline void set_besteffort_cpu(__u32 cpu, bool on)
+{
+	struct bpf_cpumask *be = mask_of(TS_MASK_BESTEFFORT);
+
+	if (!be)
+		return;
+	if (on && !cpu_owned(cpu))
+		bpf_cpumask_set_cpu(cpu, be);
+	else if (!on)
+		bpf_cpumask_clear_cpu(cpu, be);
+}
+
 SEC("struct_ops/running")
 void ts_running(unsigned long long *ctx)
 {
@@ -979,6 +1006,8 @@ void ts_running(unsigned long long *ctx)
 	if (tier_on() && layer == besteffort_layer) {
 		st->kept = st->guard;
 		__sync_fetch_and_add(&besteffort_running, 1);
+		if (!st->kept)
+			set_besteffort_cpu(cpu, true);
 	}
 	st->guard = 0;
 	// vtime_now follows only tasks taken from the vtime DSQ, which leave
@@ -1037,8 +1066,10 @@ void ts_stopping(unsigned long long *ctx)
 	ran = bpf_ktime_get_ns() - st->started_ns;
 	st->tid = 0;
 	st->kept = 0;
-	if (tier_on() && layer == besteffort_layer)
+	if (tier_on() && layer == besteffort_layer) {
 		__sync_fetch_and_add(&besteffort_running, -1);
+		set_besteffort_cpu(cpu, false);
+	}
 	s = stats_of(layer);
 	if (s) {
 		s->runtime_ns += ran;
@@ -1063,11 +1094,26 @@ void ts_stopping(unsigned long long *ctx)
 		tc->vtime += (ran < TS_MAX_LAG ? ran : TS_MAX_LAG) * 100 / w;
 }
 
+// install_mask stores mask in masks[which], taking over its reference.
+static __always_inline __s32 install_mask(__u32 which, struct bpf_cpumask *mask)
+{
+	struct ts_mask *m = bpf_map_lookup_elem(&masks, &which);
+	struct bpf_cpumask *old;
+
+	if (!m) {
+		bpf_cpumask_release(mask);
+		return -2; // ENOENT
+	}
+	old = bpf_kptr_xchg(&m->mask, mask);
+	if (old)
+		bpf_cpumask_release(old);
+	return 0;
+}
+
 SEC("struct_ops.s/init")
 __s32 ts_init(void)
 {
-	struct bpf_cpumask *mask, *old;
-	struct ts_mask *m;
+	struct bpf_cpumask *mask;
 	__u32 zero = 0;
 	__s32 err;
 
@@ -1107,15 +1153,13 @@ __s32 ts_init(void)
 	for (__u32 c = 0; c < TS_MAX_CPUS && c < nr_cpus; c++)
 		if (cpus[c].owner == TS_NO_LAYER)
 			bpf_cpumask_set_cpu(c, mask);
-	m = bpf_map_lookup_elem(&masks, &zero);
-	if (!m) {
-		bpf_cpumask_release(mask);
-		return -2; // ENOENT
-	}
-	old = bpf_kptr_xchg(&m->mask, mask);
-	if (old)
-		bpf_cpumask_release(old);
-	return 0;
+	err = install_mask(TS_MASK_SHARED, mask);
+	if (err)
+		return err;
+	mask = bpf_cpumask_create(); // empty: no BestEffort task runs yet
+	if (!mask)
+		return -12; // ENOMEM
+	return install_mask(TS_MASK_BESTEFFORT, mask);
 }
 
 SEC("struct_ops/exit")

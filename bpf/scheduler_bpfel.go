@@ -33,6 +33,7 @@ const (
 	SchedulerProgTsSelectCpu      = "ts_select_cpu"
 	SchedulerProgTsStopping       = "ts_stopping"
 	SchedulerVarBesteffortCgid    = "besteffort_cgid"
+	SchedulerVarBesteffortKicks   = "besteffort_kicks"
 	SchedulerVarBesteffortLayer   = "besteffort_layer"
 	SchedulerVarBesteffortLevel   = "besteffort_level"
 	SchedulerVarBesteffortRunning = "besteffort_running"
@@ -124,6 +125,7 @@ type SchedulerMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type SchedulerVariableSpecs struct {
 	BesteffortCgid    *ebpf.VariableSpec `ebpf:"besteffort_cgid"`
+	BesteffortKicks   *ebpf.VariableSpec `ebpf:"besteffort_kicks"`
 	BesteffortLayer   *ebpf.VariableSpec `ebpf:"besteffort_layer"`
 	BesteffortLevel   *ebpf.VariableSpec `ebpf:"besteffort_level"`
 	BesteffortRunning *ebpf.VariableSpec `ebpf:"besteffort_running"`
@@ -194,6 +196,7 @@ func (m *SchedulerMaps) Close() error {
 // It can be passed to LoadSchedulerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type SchedulerVariables struct {
 	BesteffortCgid    *ebpf.Variable `ebpf:"besteffort_cgid"`
+	BesteffortKicks   *ebpf.Variable `ebpf:"besteffort_kicks"`
 	BesteffortLayer   *ebpf.Variable `ebpf:"besteffort_layer"`
 	BesteffortLevel   *ebpf.Variable `ebpf:"besteffort_level"`
 	BesteffortRunning *ebpf.Variable `ebpf:"besteffort_running"`

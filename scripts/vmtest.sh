@@ -135,6 +135,7 @@ expected=(
 	go/TestVMSwitchover
 	go/TestVMCeiling
 	go/TestVMTier
+	go/TestVMTierWakeup
 	e2e/unknown-matcher
 	e2e/apply-enabled
 	e2e/layers
