@@ -216,20 +216,8 @@ func TestRaceDropsFailedCandidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Header.Config, _ = json.Marshal(cfg)
-	rep, err := ReportOf(l, ReportInfo{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := report.Write(dir, rep); err != nil {
-		t.Fatal(err)
-	}
-	md, err := os.ReadFile(filepath.Join(dir, "REPORT.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(string(md), "the benchmark failed under it") || strings.Contains(string(md), "Inf") {
+	md := reportText(t, l, cfg)
+	if !strings.Contains(md, "the benchmark failed under it") || strings.Contains(md, "Inf") {
 		t.Errorf("REPORT.md does not say the candidate's benchmark failed, or prints an infinity:\n%s", md)
 	}
 	dropped := 0
@@ -267,6 +255,25 @@ func TestRaceDropsFailedCandidate(t *testing.T) {
 	if _, err := Run(context.Background(), cfg, testProfile(), testEnv(t, sched, bench)); !errors.Is(err, starved) {
 		t.Errorf("the incumbent's failed benchmark: %v, want the run to end with it", err)
 	}
+}
+
+// reportText is the REPORT.md a run with cfg writes from its ledger l.
+func reportText(t *testing.T, l *ledger.Ledger, cfg Config) string {
+	t.Helper()
+	l.Header.Config, _ = json.Marshal(cfg)
+	rep, err := ReportOf(l, ReportInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := report.Write(dir, rep); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, report.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(md)
 }
 
 // TestFinalFailedUnderRefined: a benchmark that fails under the refined
@@ -333,25 +340,13 @@ func TestFinalFailedUnderRefined(t *testing.T) {
 	if failed != 1 || d.N != done {
 		t.Errorf("the ledger has %d failed final trials and %v completed; want 1 failed, and the look's n %v to count the completed", failed, done, d.N)
 	}
-	l.Header.Config, _ = json.Marshal(cfg)
-	rep, err := ReportOf(l, ReportInfo{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := report.Write(dir, rep); err != nil {
-		t.Fatal(err)
-	}
-	md, err := os.ReadFile(filepath.Join(dir, "REPORT.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	md := reportText(t, l, cfg)
 	for _, want := range []string{"**Nothing kept**", "the benchmark failed under the refined profile", fmt.Sprintf("| 1 of 2 | %d+%d |", done[0], done[1]), "| drop |"} {
-		if !strings.Contains(string(md), want) {
+		if !strings.Contains(md, want) {
 			t.Errorf("REPORT.md does not say %q:\n%s", want, md)
 		}
 	}
-	if strings.Contains(string(md), "NaN") || strings.Contains(string(md), "Inf") {
+	if strings.Contains(md, "NaN") || strings.Contains(md, "Inf") {
 		t.Errorf("REPORT.md prints a NaN or an infinity:\n%s", md)
 	}
 

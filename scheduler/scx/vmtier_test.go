@@ -58,6 +58,30 @@ func newTierRig(t *testing.T) *tierRig {
 	return r
 }
 
+// tierOnly returns what applies a plan with no profile group to the
+// processes pids (the tier alone, with a Backend that has one), with the
+// tasks that ran before, for explainEjection.
+func tierOnly(t *testing.T, pids ...int) func(*Backend) (*Applied, map[int]string) {
+	t.Helper()
+	topo, err := machine.ReadTopology("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := scheduler.NewPlan(&profiles.Profile{SchemaVersion: 1, ID: "tier-only"}, topo, schedulertest.NewTargets(pids...).Threads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(b *Backend) (*Applied, map[int]string) {
+		t.Helper()
+		tasks := taskSnapshot()
+		app, err := b.Apply(context.Background(), plan)
+		if err != nil {
+			t.Fatalf("apply: %v", err)
+		}
+		return app.(*Applied), tasks
+	}
+}
+
 // spin starts a spinner per CPU in d, stopped when the test ends.
 func (r *tierRig) spin(t *testing.T, d cgroup.Dir) []int {
 	t.Helper()
@@ -136,24 +160,7 @@ func TestVMTier(t *testing.T) {
 		}
 		return false
 	}
-	topo, err := machine.ReadTopology("/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	podPids := spin(t, pod)
-	tg := schedulertest.NewTargets(podPids...)
-	plan, err := scheduler.NewPlan(&profiles.Profile{SchemaVersion: 1, ID: "tier-only"}, topo, tg.Threads)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apply := func(b *Backend) (*Applied, map[int]string) {
-		tasks := taskSnapshot()
-		app, err := b.Apply(context.Background(), plan)
-		if err != nil {
-			t.Fatalf("apply: %v", err)
-		}
-		return app.(*Applied), tasks
-	}
+	apply := tierOnly(t, spin(t, pod)...)
 
 	a, tasks := apply(b.WithBestEffort(besteffort.CPU))
 	defer a.Revert()
@@ -263,23 +270,7 @@ func TestVMTierWakeup(t *testing.T) {
 		t.Logf("%s: %d slices, mean wait %v, %d BestEffort CPUs kicked", what, slices, wait.Round(time.Microsecond), kicked)
 		return slices, wait, kicked
 	}
-	topo, err := machine.ReadTopology("/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tg := schedulertest.NewTargets(pid)
-	plan, err := scheduler.NewPlan(&profiles.Profile{SchemaVersion: 1, ID: "tier-only"}, topo, tg.Threads)
-	if err != nil {
-		t.Fatal(err)
-	}
-	apply := func(b *Backend) (*Applied, map[int]string) {
-		tasks := taskSnapshot()
-		app, err := b.Apply(context.Background(), plan)
-		if err != nil {
-			t.Fatalf("apply: %v", err)
-		}
-		return app.(*Applied), tasks
-	}
+	apply := tierOnly(t, pid)
 	a, tasks := apply(b.WithBestEffort(rig.besteffort.CPU))
 	defer a.Revert()
 	_, alone, aloneKicks := measure(a, tasks, a, "tier, the pod alone")
