@@ -128,6 +128,9 @@ func TestCanarySIGTERM(t *testing.T) {
 	cmd := exec.Command(tt, append(canaryArgs(t, w, out), "--cycles", "2", "--background", "1")...)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
+	// A child that outlives the command (killed) must not hold Wait on
+	// the pipe: once it has exited, Wait returns within WaitDelay.
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +190,9 @@ func TestCanaryOnExitKeep(t *testing.T) {
 	cmd := exec.Command(tt, append(canaryArgs(t, w, out), "--cycles", "1", "--on-exit", "keep")...)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
+	// A child that outlives the command (killed) must not hold Wait on
+	// the pipe: once it has exited, Wait returns within WaitDelay.
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

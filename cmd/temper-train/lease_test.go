@@ -58,6 +58,9 @@ func holdLease(t *testing.T) (pid int, release func()) {
 	}
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
+	// A child that outlives the command (killed) must not hold Wait on
+	// the pipe: once it has exited, Wait returns within WaitDelay.
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ func BenchmarkRefineSwitchover(b *testing.B) {
 	dir := b.TempDir()
 	bin := testkit.Workload(b)
 	wl := exec.Command(bin, "--dir", dir)
+	wl.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // gone with a panicking benchmark too
 	out, err := wl.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)

@@ -52,6 +52,9 @@ func startDemo(t *testing.T, extra ...string) *demoWorkload {
 	dir := t.TempDir()
 	w := &demoWorkload{stats: filepath.Join(dir, "wl.stats"), tids: map[string]int{}}
 	w.cmd = exec.Command(bin, append([]string{"--dir", dir, "--rate", "1000", "--stats", w.stats}, extra...)...)
+	// Gone with the test binary too when Cleanup cannot run (a -timeout
+	// panic): a CI run once left it spinning, loading the next tests.
+	w.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := w.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -254,6 +257,9 @@ func TestRefineErrors(t *testing.T) {
 			cmd := exec.Command(tt, append(args, tc.extra...)...)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
+			// A child that outlives the command (killed) must not hold Wait on
+			// the pipe: once it has exited, Wait returns within WaitDelay.
+			cmd.WaitDelay = 10 * time.Second
 			err := cmd.Run()
 			code := 0
 			if ee, ok := err.(*exec.ExitError); ok {
@@ -416,6 +422,9 @@ func TestRefineInterrupt(t *testing.T) {
 		"--out", out, "--background", "1"}, shortRun...)...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
+	// A child that outlives the command (killed) must not hold Wait on
+	// the pipe: once it has exited, Wait returns within WaitDelay.
+	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -440,6 +440,9 @@ func NeedBackend(t testing.TB, b scheduler.Backend) {
 func StartWorkload(t *testing.T, bin string) *Workload {
 	t.Helper()
 	cmd := exec.Command(bin, "--dir", t.TempDir(), "--rate", "500")
+	// Gone with the test binary too when Cleanup cannot run (a -timeout
+	// panic).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
