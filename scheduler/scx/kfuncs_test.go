@@ -20,6 +20,8 @@ var stableKfuncs = []string{
 	"scx_bpf_create_dsq", "scx_bpf_kick_cpu", "scx_bpf_test_and_clear_cpu_idle",
 	"scx_bpf_pick_idle_cpu", "scx_bpf_task_cpu", "scx_bpf_dsq_nr_queued", "bpf_cpumask_create",
 	"bpf_cpumask_release", "bpf_cpumask_set_cpu", "bpf_cpumask_test_cpu", "bpf_cpumask_intersects",
+	// The tier's preemptible-CPU mask (6.5 has both).
+	"bpf_cpumask_clear_cpu", "bpf_cpumask_any_and_distribute",
 	"bpf_iter_scx_dsq_new", "bpf_iter_scx_dsq_next", "bpf_iter_scx_dsq_destroy",
 	// The tier's cgroup ancestry (6.12 has them all).
 	"scx_bpf_task_cgroup", "bpf_cgroup_ancestor", "bpf_cgroup_release",
