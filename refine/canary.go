@@ -2,7 +2,9 @@ package refine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"temper.codes/temper-train/profiles"
@@ -124,6 +126,10 @@ func CheckCandidate(ctx context.Context, cfg Config, last, cand *profiles.Profil
 	e.stage, e.step = StageCanary, ref.Step.Param+" vs candidate "+arm.Hash
 	e.planned = e.trialsOf(n)
 	xs, err := e.compareArms(ctx, id, []Arm{ref, arm}, n)
+	var bf *benchFailed
+	if errors.As(err, &bf) && bf.candidate == arm.Key() && arm.Key() != ref.Key() {
+		return e.checkFailed(arm, bf)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +187,34 @@ func CheckCandidate(ctx context.Context, cfg Config, last, cand *profiles.Profil
 	}
 	return chk, nil
 }
+
+// checkFailed is the check of a candidate the benchmark failed under (a
+// trial's command failed with the scheduler alive: the candidate starved
+// the workload until the benchmark saw nothing): failed, the harm shown
+// as plainly as harm can be, and rolled back; one decision, with no
+// effect, says why. Under the reference the same failure is the check's
+// error: the benchmark or the machine is broken.
+func (e *engine) checkFailed(cand Arm, bf *benchFailed) (*Check, error) {
+	why := fmt.Sprintf("%s in trial %s (bg=%d): %s", failedUnderCandidate, bf.trial, bf.bg, oneLine(bf.Error()))
+	chk := &Check{State: Failed, Reason: "rolled back: " + why, Trials: e.trials}
+	nan := ledger.Num(math.NaN())
+	none := ledger.Interval{Lo: nan, Center: nan, Hi: nan}
+	d := ledger.Decision{Stage: StageCanary, Step: e.step, Candidate: cand.Key(), Test: "benchmark", Metric: e.cfg.Metric, Bg: ledger.AllLevels,
+		Base: none, Cand: none, Effect: none, P: nan, Verdict: string(Failed), Reason: "FAILED (" + chk.Reason + ")"}
+	d.Line = fmt.Sprintf("%-11s %s  all levels  FAILED: %s", StageCanary, e.step, failedUnderCandidate)
+	if err := e.record(&d); err != nil {
+		return chk, err
+	}
+	chk.Decisions = []ledger.Decision{d}
+	if err := e.revert(); err != nil {
+		return chk, fmt.Errorf("revert: %w", err)
+	}
+	return chk, nil
+}
+
+// failedUnderCandidate is what the ledger and the canary's record say of a
+// check that failed for a failed benchmark under the candidate.
+const failedUnderCandidate = "the benchmark failed under the candidate"
 
 // shownWorse says a non-inferiority check shows harm, not just fails to
 // exclude it: the loss's whole interval is beyond the tolerance.

@@ -2,8 +2,11 @@ package refine
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -132,5 +135,60 @@ func TestRunAgainstReference(t *testing.T) {
 	}
 	if res.Kept || len(res.Final) != 0 {
 		t.Fatalf("kept %v with final %+v: want nothing new", res.Kept, res.Final)
+	}
+}
+
+// TestCheckCandidateBenchFailed: a candidate the benchmark fails under
+// fails its check (rolled back), with the failure in the reason and one
+// recorded decision; under the last good profile the failure is the
+// check's error.
+func TestCheckCandidateBenchFailed(t *testing.T) {
+	exit := exec.Command("sh", "-c", "exit 1").Run()
+	if exit == nil {
+		t.Fatal("sh -c 'exit 1' did not fail")
+	}
+	starved := fmt.Errorf("jsonl: %w: no requests completed in the window", exit)
+	last := testProfile()
+	cand := testProfile()
+	cand.ThreadGroups[0].Treatment = profiles.Latency
+	one := func(*profiles.Profile) float64 { return 1 }
+	failUnder := func(sched *fakeScheduler, bad func(*profiles.Profile) bool) Bench {
+		inner := shiftedBench(sched, 3, one, one)
+		return func(ctx context.Context, dir string) (map[string]float64, error) {
+			if bad(sched.current()) {
+				return nil, starved
+			}
+			return inner(ctx, dir)
+		}
+	}
+	sched := &fakeScheduler{}
+	env := testEnv(t, sched, failUnder(sched, latencyWorkers))
+	chk, err := CheckCandidate(context.Background(), testConfig(11), last, cand, 8, "c1/check", env)
+	if err != nil {
+		t.Fatalf("a candidate's failed benchmark ended the check: %v", err)
+	}
+	if chk.State != Failed || !strings.Contains(chk.Reason, "rolled back: the benchmark failed under the candidate") || !strings.Contains(chk.Reason, starved.Error()) {
+		t.Errorf("state %s (%s), want failed for the benchmark's failure", chk.State, chk.Reason)
+	}
+	if len(chk.Decisions) != 1 || chk.Decisions[0].Verdict != string(Failed) || chk.Decisions[0].Accepted {
+		t.Errorf("decisions %+v, want one failed", chk.Decisions)
+	}
+	if sched.current() != nil || sched.open != 0 {
+		t.Error("the check left a profile in force")
+	}
+	l, err := ledger.Read(env.Ledger.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Decisions) != 1 || l.Decisions[0].Verdict != string(Failed) {
+		t.Errorf("the ledger's decisions %+v, want the one failed", l.Decisions)
+	}
+
+	// The last good profile failing is the benchmark's (or the machine's)
+	// fault: the check's error.
+	sched = &fakeScheduler{}
+	isLast := func(p *profiles.Profile) bool { return p != nil && !latencyWorkers(p) }
+	if _, err := CheckCandidate(context.Background(), testConfig(11), last, cand, 8, "c1/check", testEnv(t, sched, failUnder(sched, isLast))); !errors.Is(err, starved) {
+		t.Errorf("the last good profile's failed benchmark: %v, want the check to end with it", err)
 	}
 }

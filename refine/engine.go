@@ -1266,10 +1266,11 @@ func (e *engine) startOf(id string, end ledger.TrialEnd) time.Time {
 
 // benchFailed is a trial whose benchmark command failed
 // (bench.CommandFailed) with nothing else wrong: the scheduler alive, the
-// run not cancelled. Under a candidate in a race, or the refined profile
-// in the final, that is the profile's result — it starved the workload
-// until the benchmark saw nothing — and drops it; under the incumbent,
-// stock or the tier alone it ends the run.
+// run not cancelled. Under a candidate in a race, the refined profile in
+// the final or a canary check's candidate, that is the profile's result —
+// it starved the workload until the benchmark saw nothing — and drops it
+// (fails the check); under the incumbent, stock, the tier alone or the
+// last good profile it ends the run.
 type benchFailed struct {
 	err       error
 	candidate string // the arm's Key
