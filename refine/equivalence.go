@@ -2,6 +2,7 @@ package refine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 
@@ -74,7 +75,11 @@ func (e *engine) equivalence(ctx context.Context, stock, prof Arm) error {
 	for k := 0; k < len(plan.Plan.Looks); k++ {
 		nk := plan.Plan.Looks[k]
 		if err := e.extend(ctx, fmt.Sprintf("equiv%d-%s", k+1, prof.Hash), arms, nk-prev, xs); err != nil {
-			return err
+			var bf *benchFailed
+			if !errors.As(err, &bf) || bf.candidate != prof.Key() || prof.Key() == stock.Key() {
+				return err
+			}
+			return e.equivalenceFailed(k, len(plan.Plan.Looks), prof, xs, bf)
 		}
 		prev = nk
 		lk = plan.Look(k, e.strata(xs, 0, 1))
@@ -106,6 +111,41 @@ func (e *engine) equivalence(ctx context.Context, stock, prof Arm) error {
 	}
 	return nil
 }
+
+// equivalenceFailed ends the equivalence check at look k when the
+// benchmark failed under the input profile (a trial's command failed with
+// the scheduler alive): the profile is different from the reference as
+// plainly as a difference can be, and the look that says so has no effect
+// to show, since it had no complete data.
+func (e *engine) equivalenceFailed(k, of int, prof Arm, xs map[int][][]sample, bf *benchFailed) error {
+	c := &e.cfg
+	var n [2]int
+	for _, x := range xs {
+		n[0] += len(x[0])
+		n[1] += len(x[1])
+	}
+	nan := ledger.Num(math.NaN())
+	none := ledger.Interval{Lo: nan, Center: nan, Hi: nan}
+	different := stats.Different.String()
+	why := fmt.Sprintf("%s: %s in trial %s (bg=%d): %s", different, failedUnderInput, bf.trial, bf.bg, oneLine(bf.Error()))
+	d := ledger.Decision{Stage: StageFinal, Step: e.step, Candidate: prof.Key(), Test: "stratified-tost", Metric: c.Metric,
+		Bg: ledger.AllLevels, N: n, Effect: none, P: nan, Verdict: different, Base: none, Cand: none,
+		Look:   &ledger.Look{Index: k + 1, Of: of, Alpha: nan, Spent: nan, Outcome: different, N: e.res.FinalN, Noise: ledger.Num(e.res.Noise), Detectable: nan},
+		Reason: why}
+	d.Line = fmt.Sprintf("%-11s %s  look %d/%d  all levels  n=%d+%d  %s: %s", StageFinal, d.Step, k+1, of, n[0], n[1], different, failedUnderInput)
+	if err := e.record(&d); err != nil {
+		return err
+	}
+	e.res.Final = append(e.res.Final, d)
+	e.res.Equivalence = different
+	e.res.Stopped = "equivalence check, no search: " + why
+	return e.note("equivalence: %s", why)
+}
+
+// failedUnderInput is what the ledger, the log and REPORT.md say of an
+// equivalence check that ended for a failed benchmark under the input
+// profile.
+const failedUnderInput = "the benchmark failed under the input profile"
 
 // resizeEquivalence sizes the check's last look after its first from the
 // noise within each arm (blind to the difference, as resize does) at its

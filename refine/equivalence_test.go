@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,19 +25,28 @@ func TestEquivalence(t *testing.T) {
 		effect    float64
 		unchanged bool
 		want      string
+		fails     bool // the benchmark fails under the profile
 	}{
-		{"no effect", 1, false, "equivalent"},
-		{"20% slower", 1.2, false, "different"},
-		{"realised as stock", 1.2, true, verdictIdentical},
+		{"no effect", 1, false, "equivalent", false},
+		{"20% slower", 1.2, false, "different", false},
+		{"realised as stock", 1.2, true, verdictIdentical, false},
+		{"the benchmark fails under it", 1, false, "different", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sched := &fakeScheduler{}
-			env := testEnv(t, sched, noisyBench(sched, 3, 0.04, func(p *profiles.Profile) float64 {
+			inner := noisyBench(sched, 3, 0.04, func(p *profiles.Profile) float64 {
 				if p == nil {
 					return 1
 				}
 				return tc.effect
-			}))
+			})
+			starved := fmt.Errorf("jsonl: %w: no requests completed in the window", exec.Command("sh", "-c", "exit 1").Run())
+			env := testEnv(t, sched, func(ctx context.Context, dir string) (map[string]float64, error) {
+				if tc.fails && sched.current() != nil {
+					return nil, starved
+				}
+				return inner(ctx, dir)
+			})
 			cfg := testConfig(5)
 			cfg.Equivalence = 0.05
 			cfg.Defaults()
@@ -73,7 +84,7 @@ func TestEquivalence(t *testing.T) {
 			if tc.unchanged && len(l.Starts) != 0 {
 				t.Errorf("%d trials run for a profile realised as stock", len(l.Starts))
 			}
-			if !tc.unchanged && len(l.Starts) < 2*equivalencePilot {
+			if !tc.unchanged && !tc.fails && len(l.Starts) < 2*equivalencePilot {
 				t.Errorf("%d trials: want at least the first look's %d", len(l.Starts), 2*equivalencePilot)
 			}
 			rep, err := ReportOf(l, ReportInfo{})
@@ -88,6 +99,9 @@ func TestEquivalence(t *testing.T) {
 			head := map[string]string{"equivalent": "**Equivalent**", "different": "**Different**", verdictIdentical: "**Identical kernel state**"}[tc.want]
 			if !strings.HasPrefix(strings.SplitN(md.String(), "\n\n", 2)[1], head) {
 				t.Errorf("REPORT.md does not open with %s:\n%.600s", head, md.String())
+			}
+			if want := "the benchmark failed under the input profile"; tc.fails && (!strings.Contains(md.String(), want) || !strings.Contains(res.Stopped, starved.Error())) {
+				t.Errorf("the report or the stop reason (%q) does not say %q:\n%s", res.Stopped, want, md.String())
 			}
 			t.Logf("%s: %d trials; %s", tc.name, len(l.Starts), res.Stopped)
 		})
