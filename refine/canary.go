@@ -195,12 +195,9 @@ func CheckCandidate(ctx context.Context, cfg Config, last, cand *profiles.Profil
 // effect, says why. Under the reference the same failure is the check's
 // error: the benchmark or the machine is broken.
 func (e *engine) checkFailed(cand Arm, bf *benchFailed) (*Check, error) {
-	why := fmt.Sprintf("%s in trial %s (bg=%d): %s", failedUnderCandidate, bf.trial, bf.bg, oneLine(bf.Error()))
-	chk := &Check{State: Failed, Reason: "rolled back: " + why, Trials: e.trials}
-	nan := ledger.Num(math.NaN())
-	none := ledger.Interval{Lo: nan, Center: nan, Hi: nan}
+	chk := &Check{State: Failed, Reason: "rolled back: " + bf.in(failedUnderCandidate), Trials: e.trials}
 	d := ledger.Decision{Stage: StageCanary, Step: e.step, Candidate: cand.Key(), Test: "benchmark", Metric: e.cfg.Metric, Bg: ledger.AllLevels,
-		Base: none, Cand: none, Effect: none, P: nan, Verdict: string(Failed), Reason: "FAILED (" + chk.Reason + ")"}
+		Base: unmeasured(), Cand: unmeasured(), Effect: unmeasured(), P: ledger.Num(math.NaN()), Verdict: string(Failed), Reason: "FAILED (" + chk.Reason + ")"}
 	d.Line = fmt.Sprintf("%-11s %s  all levels  FAILED: %s", StageCanary, e.step, failedUnderCandidate)
 	if err := e.record(&d); err != nil {
 		return chk, err

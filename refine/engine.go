@@ -935,16 +935,11 @@ func (e *engine) final(ctx context.Context, stock, refined Arm) error {
 // tier's descriptions are not, for the same reason.
 func (e *engine) finalFailed(k, of int, refined, base Arm, xs map[int][][]sample, b, r int, bf *benchFailed) error {
 	c := &e.cfg
-	var n [2]int
-	for _, x := range xs {
-		n[0] += len(x[b])
-		n[1] += len(x[r])
-	}
+	n := sideCounts(xs, b, r)
 	nan := ledger.Num(math.NaN())
-	none := ledger.Interval{Lo: nan, Center: nan, Hi: nan}
-	why := fmt.Sprintf("%s in trial %s (bg=%d): %s", failedUnderRefined, bf.trial, bf.bg, oneLine(bf.Error()))
+	why := bf.in(failedUnderRefined)
 	d := ledger.Decision{Stage: StageFinal, Step: e.stepOfFinal(base), Candidate: refined.Key(), Test: "stratified-rank-sum", Metric: c.Metric,
-		Bg: ledger.AllLevels, N: n, Base: none, Cand: none, Effect: none, P: nan, Verdict: stats.Drop.String(),
+		Bg: ledger.AllLevels, N: n, Base: unmeasured(), Cand: unmeasured(), Effect: unmeasured(), P: nan, Verdict: stats.Drop.String(),
 		Look: &ledger.Look{Index: k + 1, Of: of, Alpha: nan, Spent: nan, Outcome: stats.Drop.String(),
 			N: e.res.FinalN, Noise: ledger.Num(e.res.Noise), Detectable: ledger.Num(e.res.Detectable)},
 		Reason: "NOT KEPT: " + why}
@@ -955,6 +950,23 @@ func (e *engine) finalFailed(k, of int, refined, base Arm, xs map[int][][]sample
 	e.res.Final = append(e.res.Final, d)
 	e.res.Kept = false
 	return e.note("final: %s: not kept", why)
+}
+
+// sideCounts is how many samples sides b and r of xs hold over the levels.
+func sideCounts(xs map[int][][]sample, b, r int) [2]int {
+	var n [2]int
+	for _, x := range xs {
+		n[0] += len(x[b])
+		n[1] += len(x[r])
+	}
+	return n
+}
+
+// unmeasured is the interval of a decision no data measured (REPORT.md
+// prints "—").
+func unmeasured() ledger.Interval {
+	nan := ledger.Num(math.NaN())
+	return ledger.Interval{Lo: nan, Center: nan, Hi: nan}
 }
 
 // failedUnderRefined is what the ledger, the log and REPORT.md say of a
@@ -1027,7 +1039,7 @@ func (e *engine) lookDecision(lk stats.Look, of int, refined, base Arm) ledger.D
 	cm := lk.Common
 	d := ledger.Decision{Stage: StageFinal, Step: e.stepOfFinal(base), Candidate: refined.Key(), Test: "stratified-rank-sum", Metric: c.Metric,
 		Bg: ledger.AllLevels, N: cm.N, Effect: iv(cm.Effect), P: ledger.Num(cm.P), Verdict: lk.Outcome.String(),
-		Base: ledger.Interval{Lo: ledger.Num(math.NaN()), Center: ledger.Num(math.NaN()), Hi: ledger.Num(math.NaN())},
+		Base: unmeasured(),
 		Look: &ledger.Look{Index: lk.Index + 1, Of: of, Alpha: ledger.Num(lk.Alpha), Spent: ledger.Num(lk.Spent), Outcome: lk.Outcome.String(),
 			N: e.res.FinalN, Noise: ledger.Num(e.res.Noise), Detectable: ledger.Num(e.res.Detectable)},
 		Accepted: lk.Outcome == stats.Keep}
@@ -1279,6 +1291,12 @@ type benchFailed struct {
 }
 
 func (b *benchFailed) Error() string { return b.err.Error() }
+
+// in is what ended a comparison for b: what failed (a phrase naming the
+// arm), the trial, its level and the benchmark's error, on one line.
+func (b *benchFailed) in(what string) string {
+	return fmt.Sprintf("%s in trial %s (bg=%d): %s", what, b.trial, b.bg, oneLine(b.Error()))
+}
 func (b *benchFailed) Unwrap() error { return b.err }
 
 func (e *engine) runBench(ctx context.Context, dir string) (map[string]float64, error) {

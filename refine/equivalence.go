@@ -119,17 +119,12 @@ func (e *engine) equivalence(ctx context.Context, stock, prof Arm) error {
 // to show, since it had no complete data.
 func (e *engine) equivalenceFailed(k, of int, prof Arm, xs map[int][][]sample, bf *benchFailed) error {
 	c := &e.cfg
-	var n [2]int
-	for _, x := range xs {
-		n[0] += len(x[0])
-		n[1] += len(x[1])
-	}
+	n := sideCounts(xs, 0, 1)
 	nan := ledger.Num(math.NaN())
-	none := ledger.Interval{Lo: nan, Center: nan, Hi: nan}
 	different := stats.Different.String()
-	why := fmt.Sprintf("%s: %s in trial %s (bg=%d): %s", different, failedUnderInput, bf.trial, bf.bg, oneLine(bf.Error()))
+	why := different + ": " + bf.in(failedUnderInput)
 	d := ledger.Decision{Stage: StageFinal, Step: e.step, Candidate: prof.Key(), Test: "stratified-tost", Metric: c.Metric,
-		Bg: ledger.AllLevels, N: n, Effect: none, P: nan, Verdict: different, Base: none, Cand: none,
+		Bg: ledger.AllLevels, N: n, Effect: unmeasured(), P: nan, Verdict: different, Base: unmeasured(), Cand: unmeasured(),
 		Look:   &ledger.Look{Index: k + 1, Of: of, Alpha: nan, Spent: nan, Outcome: different, N: e.res.FinalN, Noise: ledger.Num(e.res.Noise), Detectable: nan},
 		Reason: why}
 	d.Line = fmt.Sprintf("%-11s %s  look %d/%d  all levels  n=%d+%d  %s: %s", StageFinal, d.Step, k+1, of, n[0], n[1], different, failedUnderInput)
@@ -179,9 +174,8 @@ func (e *engine) equivalenceDecision(lk stats.EquivalenceLook, plan stats.Equiva
 	c := &e.cfg
 	cm := lk.Common
 	of := len(plan.Plan.Looks)
-	nan := ledger.Interval{Lo: ledger.Num(math.NaN()), Center: ledger.Num(math.NaN()), Hi: ledger.Num(math.NaN())}
 	d := ledger.Decision{Stage: StageFinal, Step: e.step, Candidate: prof.Key(), Test: "stratified-tost", Metric: c.Metric,
-		Bg: ledger.AllLevels, N: cm.N, Effect: iv(cm.Effect), P: ledger.Num(cm.P), Verdict: lk.Outcome.String(), Base: nan, Cand: nan,
+		Bg: ledger.AllLevels, N: cm.N, Effect: iv(cm.Effect), P: ledger.Num(cm.P), Verdict: lk.Outcome.String(), Base: unmeasured(), Cand: unmeasured(),
 		Look: &ledger.Look{Index: lk.Index + 1, Of: of, Alpha: ledger.Num(lk.Alpha), Spent: ledger.Num(lk.Spent), Outcome: lk.Outcome.String(),
 			N: plan.Plan.Looks[of-1], Noise: ledger.Num(e.res.Noise), Detectable: ledger.Num(math.NaN())},
 		Reason: lk.Reason}
