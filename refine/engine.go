@@ -316,8 +316,20 @@ func (e *engine) run(ctx context.Context, base *profiles.Profile) error {
 		}
 		if errors.Is(err, errBudget) {
 			if e.round == 1 {
-				return fmt.Errorf("%w: one raced round (%d trials) and the final (%d trials) need about %s at %s a trial; the budget is %s: raise it or the minimum effect",
-					ErrBudget, raceTrials(rs), c.finalTrials(e.finalN()), (time.Duration(raceTrials(rs)+c.finalTrials(e.finalN())) * e.perTrial()).Round(time.Second), e.perTrial().Round(time.Millisecond), e.budgetString())
+				// Not even rung 1's first block fits beside the final. A
+				// time is given only once a trial has been timed: before
+				// that it would read "0s at 0s a trial".
+				need := raceTrials(rs) + c.finalTrials(e.finalN())
+				cands := 0
+				if r != nil {
+					cands = r.Candidates
+				}
+				at := ""
+				if pt := e.perTrial(); pt > 0 {
+					at = fmt.Sprintf(", about %s at %s a trial", e.durationOf(need), pt.Round(time.Millisecond))
+				}
+				return fmt.Errorf("%w: round 1's first block of %d candidates does not fit beside the final; one raced round (%d trials) and the final (%d trials) need %d trials%s; the budget is %s: raise it or the minimum effect",
+					ErrBudget, cands, raceTrials(rs), c.finalTrials(e.finalN()), need, at, e.budgetString())
 			}
 			e.res.Stopped = fmt.Sprintf("budget: round %d would not fit the budget (%s) with the final comparison", e.round, e.budgetString())
 			break

@@ -942,6 +942,25 @@ func TestAlternativesRaced(t *testing.T) {
 	}
 }
 
+// TestBudgetFirstBlockRefused: a trial budget that cannot hold round 1's
+// first block beside the final is refused before any trial, in trials,
+// with no time it has not measured ("0s at 0s a trial").
+func TestBudgetFirstBlockRefused(t *testing.T) {
+	sched := &fakeScheduler{}
+	cfg := testConfig(3)
+	cfg.FinalN = 4
+	cfg.MaxTrials = 14 // the final's 8 and fewer than a block of every candidate
+	env := testEnv(t, sched, noisyBench(sched, 3, 0.05, nil))
+	_, err := Run(context.Background(), cfg, testProfile(), env)
+	if !errors.Is(err, ErrBudget) || !strings.Contains(err.Error(), "first block of") || !strings.Contains(err.Error(), "at most 14 trials") || strings.Contains(err.Error(), "0s") {
+		t.Fatalf("err %v; want ErrBudget in trials, with no time", err)
+	}
+	t.Log(err)
+	if l, err := ledger.Read(env.Ledger.Path()); err != nil || len(l.Starts) != 0 {
+		t.Errorf("ledger: %v, %d trials; want none run", err, len(l.Starts))
+	}
+}
+
 // TestBudgetTimeRefusedEarly: a time budget that cannot hold round 1 and
 // the least final is refused after the race's first block has timed a
 // trial, with the budget that would do, and nothing is left applied.
